@@ -1,0 +1,321 @@
+// The wire types shared by the server, the clients and the extension.
+// Everything that crosses the socket is described here and nowhere else.
+
+export const PROTOCOL_VERSION = 1;
+
+/** Stable error codes (DESIGN.md "Errors"). `unavailable` is client-side: no emulator answered. */
+export type ErrorCode =
+  | 'invalid_argument'
+  | 'payload_too_large'
+  | 'quota_exceeded'
+  | 'queue_full'
+  | 'not_found'
+  | 'conflict'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'unavailable'
+  | 'limit_exceeded'
+  | 'internal';
+
+export const HTTP_STATUS: Record<ErrorCode, number> = {
+  invalid_argument: 400,
+  payload_too_large: 413,
+  quota_exceeded: 429,
+  queue_full: 507,
+  not_found: 404,
+  conflict: 409,
+  unauthorized: 401,
+  forbidden: 403,
+  unavailable: 503,
+  limit_exceeded: 429,
+  internal: 500,
+};
+
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  /** quota_exceeded: epoch ms at which the quota resets (next 00:00 UTC). */
+  resetAt?: number;
+  /** Extra machine-readable detail (the field that was wrong, the limit, …). */
+  details?: Record<string, unknown>;
+}
+
+export type Dialect = 'cache' | 'env' | 'sync';
+export type MessageState = 'ready' | 'delayed' | 'leased' | 'dead';
+export type Access = 'read' | 'readwrite';
+
+/** Per-queue policy. Every field is filled in from the dialect preset when a queue is created. */
+export interface QueuePolicy {
+  /** Default lease for a pull/recv/delivery, ms. */
+  leaseMs: number;
+  /** Deliveries after which a failed message goes dead (cache 5, env maxRetries+1, sync 10). */
+  maxDeliveries: number;
+  /** How long dead messages are kept, ms. */
+  deadRetentionMs: number;
+  /** Live messages older than this are dead-lettered (`expired`) or dropped; null = no limit. */
+  maxMessageAgeMs: number | null;
+  /** What happens when a live message passes maxMessageAgeMs. */
+  onMaxAge: 'dead' | 'drop';
+  /** Dedupe window, ms. */
+  dedupeTtlMs: number;
+  /** Limit on the UTF-8 bytes of the JSON-serialised body (sync: of the envelope). */
+  maxPayloadBytes: number;
+  /** Live messages (ready + delayed + leased) at most; null = unbounded. */
+  maxDepth: number | null;
+  /** Bytes of live message bodies at most; null = unbounded. */
+  maxBytes: number | null;
+  /** Largest nack delay accepted, ms. */
+  maxNackDelayMs: number;
+  /** Largest push delay accepted, ms. */
+  maxDelayMs: number;
+  /** Dead reasons this dialect records. */
+  reasons: { timeout: string; nack: string; expired: string };
+}
+
+/** Settings of an env push consumer (DESIGN.md "env push consumers"). */
+export interface ConsumerSettings {
+  appId: string;
+  maxBatchSize: number;
+  maxBatchTimeoutMs: number;
+  maxConcurrency: number;
+  visibilityMs: number;
+}
+
+export interface QueueCounts {
+  ready: number;
+  delayed: number;
+  leased: number;
+  dead: number;
+  /** ready + delayed */
+  depth: number;
+  /** Bytes of live bodies. */
+  bytes: number;
+  /** ms the oldest ready message has waited; 0 when none is ready. */
+  oldestReadyAgeMs: number;
+}
+
+export interface QueueInfo {
+  id: string;
+  namespace: string;
+  name: string;
+  dialect: Dialect;
+  policy: QueuePolicy;
+  consumer: ConsumerSettings | null;
+  createdAt: number;
+  counts: QueueCounts;
+}
+
+export interface LagStep {
+  /** Start of the half-hour step, epoch ms (aligned to :00 / :30 UTC). */
+  start: number;
+  peakDepth: number;
+  /** Longest wait of the oldest ready message seen in the step, ms. */
+  maxWaitMs: number;
+}
+
+export interface MessageView {
+  id: string;
+  namespace: string;
+  queue: string;
+  state: MessageState;
+  body: unknown;
+  attempts: number;
+  enqueuedAt: number;
+  /** When it becomes (or became) ready. */
+  visibleAt: number;
+  leaseUntil: number | null;
+  dedupeKey: string | null;
+  attributes: Record<string, unknown> | null;
+  contentType: string | null;
+  orderingKey: string | null;
+  meta: unknown;
+  sizeBytes: number;
+  deadAt: number | null;
+  deadReason: string | null;
+  lastError: string | null;
+}
+
+/** A leased delivery: the message plus its receipt. */
+export interface Delivery extends MessageView {
+  receipt: string;
+  leaseUntil: number;
+}
+
+export interface AuditEntry {
+  id: number;
+  at: number;
+  token: string;
+  namespace: string;
+  queue: string;
+  action: 'replay' | 'purge_dead' | 'purge' | 'delete_queue';
+  count: number;
+  detail: string | null;
+}
+
+export interface PushInput {
+  body: unknown;
+  delayMs?: number;
+  dedupeKey?: string;
+  dedupeTtlMs?: number;
+  attributes?: Record<string, unknown>;
+  contentType?: string;
+  orderingKey?: string;
+  meta?: unknown;
+}
+
+export interface PushResult {
+  id: string;
+  deduped: boolean;
+}
+
+export type QueueRef = { namespace: string; queue: string };
+
+/** Change events pushed to subscribers. */
+export interface ChangeEvent {
+  event: 'change';
+  subscription: string;
+  namespace: string;
+  queue: string;
+  /** What happened; counts are the queue's counts after it. */
+  kind:
+    | 'pushed'
+    | 'leased'
+    | 'acked'
+    | 'requeued'
+    | 'ready'
+    | 'dead'
+    | 'replayed'
+    | 'purged'
+    | 'dropped'
+    | 'extended'
+    | 'queue_created'
+    | 'queue_updated'
+    | 'queue_deleted';
+  ids: string[];
+  counts: QueueCounts | null;
+  at: number;
+}
+
+/** A batch pushed to a registered consumer (env push delivery). */
+export interface DeliverEvent {
+  event: 'deliver';
+  consumer: string;
+  batch: string;
+  namespace: string;
+  queue: string;
+  messages: Delivery[];
+}
+
+export interface ClockEvent {
+  event: 'clock';
+  now: number;
+}
+
+export type ServerEvent = ChangeEvent | DeliverEvent | ClockEvent;
+
+/**
+ * Every operation: its arguments and its result. A request frame is
+ * `{ id, op, args }`; the answer is `{ id, ok: true, result }` or `{ id, ok: false, error }`.
+ */
+export interface Ops {
+  hello: {
+    args: { version: number; token?: string; client?: string };
+    result: { version: number; server: string; clock: 'system' | 'virtual'; now: number; access: Access; namespace: string | null };
+  };
+  'queue.create': {
+    args: QueueRef & { dialect: Dialect; policy?: Partial<QueuePolicy>; ifNotExists?: boolean };
+    result: QueueInfo;
+  };
+  'queue.configure': { args: QueueRef & { policy: Partial<QueuePolicy> }; result: QueueInfo };
+  'queue.delete': { args: QueueRef; result: { deleted: boolean } };
+  'queue.get': { args: QueueRef | { id: string }; result: QueueInfo };
+  'queue.list': { args: { namespace?: string; dialect?: Dialect }; result: { queues: QueueInfo[] } };
+  'namespace.list': { args: Record<string, never>; result: { namespaces: { namespace: string; queues: number; dead: number }[] } };
+  'namespace.configure': { args: { namespace: string; dailyQuota: number | null }; result: { namespace: string; dailyQuota: number | null } };
+  /** `create`: create the queue with this dialect's preset if missing (cache's "exists as soon as you push"). */
+  push: { args: QueueRef & PushInput & { create?: Dialect }; result: PushResult };
+  'push.batch': { args: QueueRef & { messages: PushInput[]; create?: Dialect }; result: { results: PushResult[] } };
+  /** `waitMs` > 0 holds the request until a message is ready or the wait ends. */
+  pull: { args: QueueRef & { max?: number; leaseMs?: number; waitMs?: number; consumerId?: string }; result: { messages: Delivery[] } };
+  ack: { args: { receipt: string }; result: { ok: boolean } };
+  'ack.batch': { args: { receipts: string[] }; result: { acked: number; stale: number } };
+  nack: { args: { receipt: string; delayMs?: number; reason?: string; error?: string; dead?: boolean }; result: { ok: boolean } };
+  extend: { args: { receipt: string; leaseMs?: number }; result: { ok: boolean; leaseUntil: number | null } };
+  peek: {
+    args: QueueRef & { states?: MessageState[]; limit?: number; cursor?: string; search?: string };
+    result: { messages: MessageView[]; next: string | null; total: number };
+  };
+  'message.get': { args: QueueRef & { id: string }; result: MessageView };
+  'dead.list': { args: QueueRef & { limit?: number; cursor?: string }; result: { messages: MessageView[]; total: number; next: string | null } };
+  'dead.replay': { args: QueueRef & { ids?: string[]; max?: number }; result: { replayed: number } };
+  'dead.purge': { args: QueueRef & { ids?: string[] }; result: { purged: number } };
+  /** Purge live messages (ready, delayed and leased); `confirm` must equal the queue's name. */
+  purge: { args: QueueRef & { confirm: string }; result: { purged: number } };
+  stats: { args: QueueRef; result: { counts: QueueCounts; lagHistory: LagStep[]; now: number } };
+  'audit.list': { args: { namespace?: string; queue?: string; limit?: number }; result: { entries: AuditEntry[] } };
+  subscribe: { args: { namespace?: string; queue?: string }; result: { subscription: string } };
+  unsubscribe: { args: { subscription: string }; result: { ok: boolean } };
+  /** Set (or clear with null) an env queue's consumer app. */
+  'consumer.set': { args: QueueRef & { consumer: Partial<ConsumerSettings> & { appId: string } | null }; result: QueueInfo };
+  /** Register this connection as the push-delivery target of the queue's consumer. */
+  'consumer.attach': { args: QueueRef; result: { consumer: string; settings: ConsumerSettings } };
+  /** A delivered batch's handler finished: frees its concurrency slot. */
+  'consumer.done': { args: { consumer: string; batch: string }; result: { ok: boolean } };
+  'consumer.detach': { args: { consumer: string }; result: { ok: boolean } };
+  'clock.now': { args: Record<string, never>; result: { now: number; mode: 'system' | 'virtual' } };
+  'clock.advance': { args: { ms: number }; result: { now: number } };
+  'token.create': { args: { access: Access; namespace?: string | null; name?: string }; result: { token: string } };
+}
+
+export type OpName = keyof Ops;
+export type OpArgs<K extends OpName> = Ops[K]['args'];
+export type OpResult<K extends OpName> = Ops[K]['result'];
+
+export interface RequestFrame<K extends OpName = OpName> {
+  id: number | string;
+  op: K;
+  args?: OpArgs<K>;
+}
+
+export type ResponseFrame =
+  | { id: number | string | null; ok: true; result: unknown }
+  | { id: number | string | null; ok: false; error: WireError };
+
+export type ServerFrame = ResponseFrame | ServerEvent;
+
+/** Operations a read-only token may call. */
+export const READ_OPS: ReadonlySet<OpName> = new Set<OpName>([
+  'hello',
+  'queue.get',
+  'queue.list',
+  'namespace.list',
+  'peek',
+  'message.get',
+  'dead.list',
+  'stats',
+  'audit.list',
+  'subscribe',
+  'unsubscribe',
+  'clock.now',
+]);
+
+export const OP_NAMES: readonly OpName[] = [
+  'hello', 'queue.create', 'queue.configure', 'queue.delete', 'queue.get', 'queue.list',
+  'namespace.list', 'namespace.configure', 'push', 'push.batch', 'pull', 'ack', 'ack.batch', 'nack',
+  'extend', 'peek', 'message.get', 'dead.list', 'dead.replay', 'dead.purge', 'purge', 'stats',
+  'audit.list', 'subscribe', 'unsubscribe', 'consumer.set', 'consumer.attach', 'consumer.done',
+  'consumer.detach', 'clock.now', 'clock.advance', 'token.create',
+];
+
+/** Server limits, also reported in docs/protocol.md. */
+export const LIMITS = {
+  maxFrameBytes: 4 * 1024 * 1024,
+  maxInFlightPerConnection: 1024,
+  maxConnections: 512,
+  maxWaitingPullsPerConnection: 256,
+  maxBatchMessages: 1000,
+  maxPullMessages: 1000,
+  maxWaitMs: 20 * 60 * 1000,
+};
+
+export const DEFAULT_PORT = 7433;
