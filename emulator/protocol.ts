@@ -264,6 +264,8 @@ export interface Ops {
   'consumer.detach': { args: { consumer: string }; result: { ok: boolean } };
   'clock.now': { args: Record<string, never>; result: { now: number; mode: 'system' | 'virtual' } };
   'clock.advance': { args: { ms: number }; result: { now: number } };
+  /** Give up a held request (a waiting pull): it is answered at once with no messages. */
+  cancel: { args: { request: number | string }; result: { ok: boolean } };
   'token.create': { args: { access: Access; namespace?: string | null; name?: string }; result: { token: string } };
 }
 
@@ -297,6 +299,7 @@ export const READ_OPS: ReadonlySet<OpName> = new Set<OpName>([
   'subscribe',
   'unsubscribe',
   'clock.now',
+  'cancel',
 ]);
 
 export const OP_NAMES: readonly OpName[] = [
@@ -304,7 +307,7 @@ export const OP_NAMES: readonly OpName[] = [
   'namespace.list', 'namespace.configure', 'push', 'push.batch', 'pull', 'ack', 'ack.batch', 'nack',
   'extend', 'peek', 'message.get', 'dead.list', 'dead.replay', 'dead.purge', 'purge', 'stats',
   'audit.list', 'subscribe', 'unsubscribe', 'consumer.set', 'consumer.attach', 'consumer.done',
-  'consumer.detach', 'clock.now', 'clock.advance', 'token.create',
+  'consumer.detach', 'clock.now', 'clock.advance', 'cancel', 'token.create',
 ];
 
 /** Server limits, also reported in docs/protocol.md. */

@@ -1,0 +1,256 @@
+import WebSocket from 'ws';
+import { QuaysideError } from '../errors';
+import { PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
+import { resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  cleanup: () => void;
+}
+
+type State = 'idle' | 'connecting' | 'open' | 'closed';
+
+/**
+ * One WebSocket connection to the emulator: many requests in flight, each with its own id.
+ * It opens lazily, reconnects after the emulator restarts (with back-off), and fails a request
+ * it cannot send or get answered with `unavailable` instead of hanging.
+ */
+export class Connection implements Transport {
+  readonly url: string;
+  private readonly token: string | undefined;
+  private readonly clientName: string;
+  private readonly connectTimeoutMs: number;
+  private ws: WebSocket | null = null;
+  private state: State = 'idle';
+  private opening: Promise<void> | null = null;
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+  private eventListeners = new Set<(e: ServerEvent) => void>();
+  private reconnectListeners = new Set<() => void>();
+  private everOpened = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private backoffMs = 50;
+  /** Facts from the server's hello answer. */
+  serverInfo: OpResult<'hello'> | null = null;
+
+  constructor(opts: ConnectionOptions = {}) {
+    this.url = resolveUrl(opts.url);
+    this.token = resolveToken(opts.token);
+    this.clientName = opts.client ?? 'quayside-client';
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /** Open now (requests also open it on demand). Rejects `unavailable` / `unauthorized`. */
+  open(): Promise<void> {
+    if (this.state === 'closed') return Promise.reject(new QuaysideError('unavailable', 'connection closed'));
+    if (this.state === 'open') return Promise.resolve();
+    if (!this.opening) {
+      this.state = 'connecting';
+      this.opening = this.dial().finally(() => {
+        this.opening = null;
+      });
+    }
+    return this.opening;
+  }
+
+  private dial(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const ws = new WebSocket(this.url, { perMessageDeflate: false, handshakeTimeout: this.connectTimeoutMs });
+      let settled = false;
+      const fail = (err: Error) => {
+        if (settled) return;
+        settled = true;
+        if (this.state !== 'closed') this.state = 'idle';
+        ws.removeAllListeners();
+        ws.on('error', () => {});
+        ws.terminate();
+        reject(err);
+      };
+      ws.on('error', (e) => fail(new QuaysideError('unavailable', `cannot reach the emulator at ${this.url}: ${e.message}`)));
+      ws.on('close', () => fail(new QuaysideError('unavailable', `the emulator at ${this.url} closed the connection`)));
+      ws.on('open', () => {
+        this.ws = ws;
+        ws.removeAllListeners('close');
+        ws.removeAllListeners('error');
+        ws.on('message', (data) => this.onMessage(data.toString()));
+        ws.on('close', () => this.onClose(ws));
+        ws.on('error', () => {});
+        const helloArgs: OpArgs<'hello'> = { version: PROTOCOL_VERSION, client: this.clientName };
+        if (this.token) helloArgs.token = this.token;
+        this.send('hello', helloArgs)
+          .then((info) => {
+            if (settled) return;
+            settled = true;
+            this.serverInfo = info as OpResult<'hello'>;
+            this.state = 'open';
+            this.backoffMs = 50;
+            const reconnected = this.everOpened;
+            this.everOpened = true;
+            resolve();
+            if (reconnected) for (const l of this.reconnectListeners) l();
+          })
+          .catch((e: Error) => fail(e));
+      });
+    });
+  }
+
+  private onClose(ws: WebSocket): void {
+    if (this.ws !== ws) return;
+    this.ws = null;
+    const err = new QuaysideError('unavailable', `lost the connection to the emulator at ${this.url}`);
+    for (const [, p] of this.pending) {
+      p.cleanup();
+      p.reject(err);
+    }
+    this.pending.clear();
+    if (this.state === 'closed') return;
+    this.state = 'idle';
+    // Reconnect in the background only if someone listens for events or reconnects
+    // (subscriptions, consumers); plain requests reconnect on demand.
+    if (this.eventListeners.size > 0 || this.reconnectListeners.size > 0) this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.retryTimer || this.state === 'closed') return;
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, 2000);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (this.state === 'closed' || this.state === 'open') return;
+      this.open().catch(() => this.scheduleReconnect());
+    }, delay);
+    this.retryTimer.unref?.();
+  }
+
+  private onMessage(text: string): void {
+    let frame: ServerFrame;
+    try {
+      frame = JSON.parse(text) as ServerFrame;
+    } catch {
+      return;
+    }
+    if ('event' in frame) {
+      for (const l of this.eventListeners) l(frame);
+      return;
+    }
+    const p = typeof frame.id === 'number' ? this.pending.get(frame.id) : undefined;
+    if (!p) return;
+    this.pending.delete(frame.id as number);
+    p.cleanup();
+    if (frame.ok) p.resolve(frame.result);
+    else p.reject(QuaysideError.fromWire(frame.error));
+  }
+
+  /** Send on the open socket (used for hello before the state is `open`). */
+  private send(op: OpName, args: unknown, signal?: AbortSignal): Promise<unknown> {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new QuaysideError('unavailable', `not connected to the emulator at ${this.url}`));
+    }
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      let onAbort: (() => void) | null = null;
+      const cleanup = () => {
+        if (onAbort && signal) signal.removeEventListener('abort', onAbort);
+      };
+      this.pending.set(id, { resolve, reject, cleanup });
+      if (signal) {
+        // An abandoned held request is cancelled on the server, so it leases nothing for us.
+        onAbort = () => {
+          if (!this.pending.has(id)) return;
+          this.pending.delete(id);
+          if (this.ws === ws && ws.readyState === WebSocket.OPEN) {
+            ws.send(JSON.stringify({ id: this.nextId++, op: 'cancel', args: { request: id } }));
+          }
+          reject(abortError(signal));
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      ws.send(JSON.stringify({ id, op, args }), (err) => {
+        if (err && this.pending.has(id)) {
+          this.pending.delete(id);
+          cleanup();
+          reject(new QuaysideError('unavailable', `could not send to the emulator: ${err.message}`));
+        }
+      });
+    });
+  }
+
+  async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
+    if (opts.signal?.aborted) throw abortError(opts.signal);
+    if (this.state !== 'open') await this.openWithin(this.connectTimeoutMs, opts.signal);
+    return (await this.send(op, args, opts.signal)) as OpResult<K>;
+  }
+
+  /** Keep trying to (re)connect for up to `ms`, so a request rides out an emulator restart. */
+  private async openWithin(ms: number, signal?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + ms;
+    let wait = 25;
+    for (;;) {
+      try {
+        await this.open();
+        return;
+      } catch (e) {
+        const err = e as QuaysideError;
+        if (err.code !== 'unavailable' || this.state === 'closed' || Date.now() + wait > deadline) throw err;
+        if (signal?.aborted) throw abortError(signal);
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(wait * 2, 500);
+      }
+    }
+  }
+
+  onEvent(listener: (event: ServerEvent) => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+
+  onReconnect(listener: () => void): () => void {
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.state = 'closed';
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    const ws = this.ws;
+    this.ws = null;
+    const err = new QuaysideError('unavailable', 'connection closed');
+    for (const [, p] of this.pending) {
+      p.cleanup();
+      p.reject(err);
+    }
+    this.pending.clear();
+    if (ws && ws.readyState !== WebSocket.CLOSED) {
+      await new Promise<void>((resolve) => {
+        ws.once('close', () => resolve());
+        ws.close();
+        setTimeout(() => {
+          ws.terminate();
+          resolve();
+        }, 500).unref?.();
+      });
+    }
+  }
+}
+
+export function abortError(signal: AbortSignal): Error {
+  const reason = signal.reason;
+  if (reason instanceof Error) return reason;
+  const e = new Error('The operation was aborted');
+  e.name = 'AbortError';
+  return e;
+}
+
+/** Open a connection and wait for the hello to succeed. */
+export async function connect(opts: ConnectionOptions = {}): Promise<Connection> {
+  const c = new Connection(opts);
+  await c.open();
+  return c;
+}

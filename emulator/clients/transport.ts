@@ -1,0 +1,39 @@
+import type { OpArgs, OpName, OpResult, ServerEvent } from '../protocol';
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+/**
+ * What a product face needs from "the emulator": requests and events. The WebSocket
+ * `Connection` implements it; so does the in-process transport of `quayside/sync/memory`.
+ */
+export interface Transport {
+  request<K extends OpName>(op: K, args: OpArgs<K>, opts?: RequestOptions): Promise<OpResult<K>>;
+  /** Server events (change, deliver, clock). Returns an unsubscribe function. */
+  onEvent(listener: (event: ServerEvent) => void): () => void;
+  /** Called after a reconnect, so faces can restore subscriptions and consumer attachments. */
+  onReconnect(listener: () => void): () => void;
+  close(): Promise<void>;
+}
+
+export interface ConnectionOptions {
+  /** `ws://host:port`; defaults to `QUAYSIDE_URL`, then `ws://127.0.0.1:7433`. */
+  url?: string;
+  /** Defaults to `QUAYSIDE_TOKEN`. */
+  token?: string;
+  /** A name the emulator logs for this client. */
+  client?: string;
+  /** How long a request waits for a (re)connection before failing `unavailable`. Default 5000 ms. */
+  connectTimeoutMs?: number;
+}
+
+export function resolveUrl(url?: string): string {
+  const u = url ?? process.env.QUAYSIDE_URL ?? 'ws://127.0.0.1:7433';
+  // Accept the HTTP form of the same port too.
+  return u.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '');
+}
+
+export function resolveToken(token?: string): string | undefined {
+  return token ?? process.env.QUAYSIDE_TOKEN ?? undefined;
+}
