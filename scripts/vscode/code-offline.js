@@ -49,6 +49,7 @@ const DEFAULT_SETTINGS = {
   'update.mode': 'none',
   'security.workspace.trust.enabled': false,
   'git.enabled': false,
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
 };
 
 // Workbench messages that are harmless offline noise; shown only with QUAYSIDE_VSCODE_VERBOSE=1.
@@ -121,7 +122,10 @@ function waitForHttp(port, timeoutMs, child) {
 
 /**
  * Starts server-main.js under Node 24, detached (own process group), on a free port.
- * options: { env, settings, extraArgs: string[], smokeTestDriver = true, verbose, keepTmp, installExtensions: string[] }
+ * options: { env, settings, extraArgs: string[], smokeTestDriver = true, keepTmp,
+ *            installExtensions: string[] (.vsix files, installed with --install-extension),
+ *            linkExtensions: string[] (extension folders, symlinked into the fresh extensions dir as
+ *                            <publisher>.<name>-<version>, picked up when the server initialises it) }
  * Returns { port, authority, tmpDir, userDataDir, extensionsDir, logFile, readLog(), stop() }.
  */
 async function startServer(options = {}) {
@@ -151,6 +155,12 @@ async function startServer(options = {}) {
       env, encoding: 'utf8', timeout: 120000,
     });
     if (r.status !== 0) throw new Error(`installing ${vsix} failed:\n${r.stdout}\n${r.stderr}`);
+  }
+
+  for (const dir of options.linkExtensions || []) {
+    const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    const id = `${pkg.publisher}.${pkg.name}-${pkg.version}`;
+    fs.symlinkSync(path.resolve(dir), path.join(extensionsDir, id), 'dir');
   }
 
   const port = options.port || (await freePort());
