@@ -70,6 +70,8 @@ export interface QueuePolicy {
   maxDelayMs: number;
   /** Dead reasons this dialect records. */
   reasons: { timeout: string; nack: string; expired: string };
+  /** A nack's own `reason` is recorded when it sends the message dead (sync). */
+  recordNackReason: boolean;
 }
 
 /** Settings of an env push consumer (DESIGN.md "env push consumers"). */

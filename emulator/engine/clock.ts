@@ -1,0 +1,28 @@
+/** The engine's time source: the system clock, or a virtual one that tests move by hand. */
+export interface Clock {
+  readonly mode: 'system' | 'virtual';
+  now(): number;
+}
+
+export class SystemClock implements Clock {
+  readonly mode = 'system' as const;
+  now(): number {
+    return Date.now();
+  }
+}
+
+/** Starts at `start` (default: the real time at creation) and moves only when the engine advances it. */
+export class VirtualClock implements Clock {
+  readonly mode = 'virtual' as const;
+  private t: number;
+  constructor(start: number = Date.now()) {
+    this.t = start;
+  }
+  now(): number {
+    return this.t;
+  }
+  /** Only the engine moves it, so due work is applied in order on the way. */
+  set(t: number): void {
+    if (t > this.t) this.t = t;
+  }
+}

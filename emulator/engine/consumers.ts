@@ -1,0 +1,114 @@
+import type { ConsumerSettings, Delivery } from '../protocol';
+
+/** One attached push consumer (a `runConsumer` process) and its delivery callback. */
+export interface Attachment {
+  id: string;
+  queueId: number;
+  deliver: (batch: string, messages: Delivery[]) => void;
+}
+
+interface InFlight {
+  attachment: string;
+  /** The batch's lease end: a consumer that never reports back frees its slot then. */
+  until: number;
+}
+
+interface QueueConsumers {
+  attachments: Attachment[];
+  next: number;
+  inflight: Map<string, InFlight>;
+  /** When the oldest ready message will have waited maxBatchTimeoutMs. */
+  batchDueAt: number | null;
+}
+
+/** Bookkeeping for push delivery: who is attached, which batches are in flight, when a partial batch is due. */
+export class ConsumerHub {
+  private byQueue = new Map<number, QueueConsumers>();
+  private seq = 0;
+
+  attach(queueId: number, deliver: Attachment['deliver']): Attachment {
+    const a: Attachment = { id: `c_${++this.seq}_${Math.random().toString(36).slice(2, 8)}`, queueId, deliver };
+    let q = this.byQueue.get(queueId);
+    if (!q) {
+      q = { attachments: [], next: 0, inflight: new Map(), batchDueAt: null };
+      this.byQueue.set(queueId, q);
+    }
+    q.attachments.push(a);
+    return a;
+  }
+
+  detach(id: string): number | null {
+    for (const [queueId, q] of this.byQueue) {
+      const i = q.attachments.findIndex((a) => a.id === id);
+      if (i < 0) continue;
+      q.attachments.splice(i, 1);
+      for (const [b, f] of q.inflight) if (f.attachment === id) q.inflight.delete(b);
+      if (q.attachments.length === 0) this.byQueue.delete(queueId);
+      return queueId;
+    }
+    return null;
+  }
+
+  dropQueue(queueId: number): void {
+    this.byQueue.delete(queueId);
+  }
+
+  queues(): number[] {
+    return [...this.byQueue.keys()];
+  }
+
+  has(queueId: number): boolean {
+    return this.byQueue.has(queueId);
+  }
+
+  /** Frees a batch's slot; returns its queue, or null for an unknown batch. */
+  done(attachmentId: string, batch: string): number | null {
+    for (const [queueId, q] of this.byQueue) {
+      const f = q.inflight.get(batch);
+      if (f && f.attachment === attachmentId) {
+        q.inflight.delete(batch);
+        return queueId;
+      }
+    }
+    return null;
+  }
+
+  freeSlots(queueId: number, settings: ConsumerSettings): number {
+    const q = this.byQueue.get(queueId);
+    if (!q || q.attachments.length === 0) return 0;
+    return Math.max(0, settings.maxConcurrency - q.inflight.size);
+  }
+
+  /** Picks the next attachment round-robin and records the batch as in flight. */
+  start(queueId: number, until: number): { attachment: Attachment; batch: string } | null {
+    const q = this.byQueue.get(queueId);
+    if (!q || q.attachments.length === 0) return null;
+    const attachment = q.attachments[q.next++ % q.attachments.length];
+    const batch = `b_${++this.seq}`;
+    q.inflight.set(batch, { attachment: attachment.id, until });
+    return { attachment, batch };
+  }
+
+  setBatchDue(queueId: number, at: number | null): void {
+    const q = this.byQueue.get(queueId);
+    if (q) q.batchDueAt = at;
+  }
+
+  /** Frees slots whose lease ended; returns the queues that got a slot back. */
+  expire(now: number): number[] {
+    const freed: number[] = [];
+    for (const [queueId, q] of this.byQueue) {
+      for (const [b, f] of q.inflight) if (f.until <= now) { q.inflight.delete(b); freed.push(queueId); }
+    }
+    return freed;
+  }
+
+  nextDue(): number | null {
+    let t: number | null = null;
+    for (const q of this.byQueue.values()) {
+      if (q.batchDueAt !== null && (t === null || q.batchDueAt < t)) t = q.batchDueAt;
+      for (const f of q.inflight.values()) if (t === null || f.until < t) t = f.until;
+    }
+    return t;
+  }
+}

@@ -1,0 +1,1027 @@
+import crypto from 'node:crypto';
+import { QuaysideError, conflict, invalid, notFound } from '../errors';
+import type {
+  Access, AuditEntry, ChangeEvent, ConsumerSettings, Delivery, Dialect, LagStep, MessageState, MessageView,
+  PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
+} from '../protocol';
+import { LIMITS } from '../protocol';
+import { DEAD, LEASED, Store, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow } from '../store/store';
+import type { Clock } from './clock';
+import { VirtualClock } from './clock';
+import { ConsumerHub } from './consumers';
+import { GroupCommit } from './group-commit';
+import { PRESETS, TIME, isDialect, mergeConsumer, mergePolicy } from './presets';
+import * as v from './validate';
+import { messageId, parseMessageId, parseReceipt, receiptOf, toView, type Extra } from './views';
+import { Waiters, type Waiter } from './waiters';
+
+export type ChangeBody = Omit<ChangeEvent, 'event' | 'subscription'>;
+
+export interface EngineOptions {
+  store: Store;
+  clock: Clock;
+  /** Daily message quota per namespace for `cache` queues (the free tier); null = off. */
+  dailyQuota?: number | null;
+}
+
+/** Who asks: used for namespace scoping and the audit log. */
+export interface Actor {
+  name: string;
+  namespace: string | null;
+}
+
+export const SYSTEM_ACTOR: Actor = { name: 'system', namespace: null };
+
+const HALF_HOUR = 30 * TIME.MINUTE;
+const SWEEP_BATCH = 500;
+const ALL_STATES: MessageState[] = ['ready', 'delayed', 'leased', 'dead'];
+
+interface Ref {
+  namespace: string;
+  queue: string;
+}
+
+/**
+ * The queue engine: every transition of DESIGN.md's message model, over a Store, on a Clock.
+ * It knows nothing of sockets: callers get promises that settle after commit, and events.
+ */
+export class Engine {
+  readonly store: Store;
+  readonly clock: Clock;
+  private readonly gc: GroupCommit;
+  private readonly waiters = new Waiters();
+  private readonly consumers = new ConsumerHub();
+  private readonly listeners = new Set<(e: ChangeBody) => void>();
+  private readonly policies = new Map<number, { policy: QueuePolicy; consumer: ConsumerSettings | null }>();
+  /** Earliest future visible_at per queue (delayed → ready is an event, not a write). */
+  private readonly delayedAt = new Map<number, number>();
+  /** Queues touched in the open transaction, with the kinds of change and ids, for events. */
+  private pendingEvents = new Map<string, { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }>();
+  private jobEvents: { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }[] = [];
+  private touched = new Set<number>();
+  private lagSeen = new Map<number, { start: number; depth: number; wait: number }>();
+  private dailyQuota: number | null;
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt: number | null = null;
+  private lastLagStep: number;
+  private closed = false;
+  private advancing: Promise<number> | null = null;
+
+  constructor(opts: EngineOptions) {
+    this.store = opts.store;
+    this.clock = opts.clock;
+    this.dailyQuota = opts.dailyQuota ?? null;
+    this.gc = new GroupCommit(this.store);
+    this.gc.beforeCommit = () => this.recordLag();
+    this.gc.afterCommit = (ok) => this.afterCommit(ok);
+    this.lastLagStep = stepOf(this.clock.now());
+    for (const q of this.store.listQueues()) this.refreshDelayed(q.id, this.clock.now());
+    // Work that fell due while the emulator was down is applied now.
+    void this.gc.run(() => this.applyDue());
+  }
+
+  // ------------------------------------------------------------------ plumbing
+
+  onChange(listener: (e: ChangeBody) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** Runs `fn` as one operation in the next group commit; its events are kept only if it succeeds. */
+  private op<T>(fn: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new QuaysideError('unavailable', 'the emulator is shutting down'));
+    return this.gc.run(() => {
+      const mark = this.jobEvents.length;
+      try {
+        return fn();
+      } catch (e) {
+        this.jobEvents.length = mark;
+        throw e;
+      }
+    });
+  }
+
+  private note(q: QueueRow, kind: ChangeBody['kind'], ids: string[]): void {
+    this.jobEvents.push({ queueId: q.id, kind, ids, ns: q.ns, name: q.name });
+    this.touched.add(q.id);
+  }
+
+  private afterCommit(ok: boolean): void {
+    const events = this.jobEvents;
+    this.jobEvents = [];
+    const touched = this.touched;
+    this.touched = new Set();
+    if (!ok) {
+      // The transaction did not commit: cached policies may be ahead of the file.
+      this.policies.clear();
+      return;
+    }
+    for (const e of events) {
+      const key = `${e.queueId}:${e.kind}`;
+      const p = this.pendingEvents.get(key);
+      if (p) p.ids.push(...e.ids);
+      else this.pendingEvents.set(key, { ...e, ids: [...e.ids] });
+    }
+    this.emitEvents();
+    for (const id of touched) this.kick(id);
+    this.arm();
+  }
+
+  private emitEvents(): void {
+    if (this.pendingEvents.size === 0) return;
+    const pending = [...this.pendingEvents.values()];
+    this.pendingEvents.clear();
+    if (this.listeners.size === 0) return;
+    const now = this.clock.now();
+    const counts = new Map<number, QueueCounts | null>();
+    for (const e of pending) {
+      if (!counts.has(e.queueId)) {
+        const q = this.store.queueById(e.queueId);
+        counts.set(e.queueId, q ? this.countsOf(q, now) : null);
+      }
+      const body: ChangeBody = { namespace: e.ns, queue: e.name, kind: e.kind, ids: e.ids.slice(0, 1000), counts: counts.get(e.queueId) ?? null, at: now };
+      for (const l of this.listeners) l(body);
+    }
+  }
+
+  /** After a commit touched a queue: wake held pulls and push consumers that can now get work. */
+  private kick(queueId: number): void {
+    if (this.waiters.has(queueId)) void this.serveWaiters(queueId);
+    if (this.consumers.has(queueId)) void this.serveConsumers(queueId);
+  }
+
+  private queueRow(ref: Ref, actor?: Actor): QueueRow {
+    const ns = v.name(ref.namespace, 'namespace');
+    const name = v.name(ref.queue, 'queue');
+    if (actor && actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}", not "${ns}"`);
+    const q = this.store.queueByName(ns, name);
+    if (!q) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
+    return q;
+  }
+
+  private settings(q: QueueRow): { policy: QueuePolicy; consumer: ConsumerSettings | null } {
+    let s = this.policies.get(q.id);
+    if (!s) {
+      s = { policy: JSON.parse(q.policy) as QueuePolicy, consumer: q.consumer ? (JSON.parse(q.consumer) as ConsumerSettings) : null };
+      this.policies.set(q.id, s);
+    }
+    return s;
+  }
+
+  private policyOf(q: QueueRow): QueuePolicy {
+    return this.settings(q).policy;
+  }
+
+  countsOf(q: QueueRow, now: number): QueueCounts {
+    const delayed = q.n_waiting > 0 && this.delayedAt.has(q.id) ? this.store.countDelayed(q.id, now) : 0;
+    const oldest = q.n_waiting > delayed ? this.store.oldestReadyAt(q.id, now) : null;
+    return {
+      ready: q.n_waiting - delayed,
+      delayed,
+      leased: q.n_leased,
+      dead: q.n_dead,
+      depth: q.n_waiting,
+      bytes: q.live_bytes,
+      oldestReadyAgeMs: oldest === null ? 0 : Math.max(0, now - oldest),
+    };
+  }
+
+  private info(q: QueueRow, now: number): QueueInfo {
+    const s = this.settings(q);
+    return {
+      id: q.pub_id,
+      namespace: q.ns,
+      name: q.name,
+      dialect: q.dialect as Dialect,
+      policy: s.policy,
+      consumer: s.consumer,
+      createdAt: q.created_at,
+      counts: this.countsOf(q, now),
+    };
+  }
+
+  // ------------------------------------------------------------------ queues
+
+  createQueue(args: Ref & { dialect: unknown; policy?: unknown; ifNotExists?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
+    return this.op(() => this.createQueueNow(args, actor).info);
+  }
+
+  private createQueueNow(args: Ref & { dialect: unknown; policy?: unknown; ifNotExists?: unknown }, actor: Actor): { info: QueueInfo; row: QueueRow } {
+    const ns = v.name(args.namespace, 'namespace');
+    const name = v.name(args.queue, 'queue');
+    if (actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}", not "${ns}"`);
+    if (!isDialect(args.dialect)) throw invalid(`dialect must be one of cache, env, sync; got ${v.describe(args.dialect)}`);
+    const policy = mergePolicy(PRESETS[args.dialect], args.policy);
+    const now = this.clock.now();
+    const existing = this.store.queueByName(ns, name);
+    if (existing) {
+      if (v.bool(args.ifNotExists, 'ifNotExists') && existing.dialect === args.dialect) return { info: this.info(existing, now), row: existing };
+      throw conflict(existing.dialect === args.dialect ? `queue "${name}" already exists in namespace "${ns}"` : `queue "${name}" in namespace "${ns}" is a ${existing.dialect} queue, not ${args.dialect}`);
+    }
+    const row = this.store.createQueue(`q_${crypto.randomBytes(6).toString('hex')}`, ns, name, args.dialect, JSON.stringify(policy), null, now);
+    this.note(row, 'queue_created', []);
+    return { info: this.info(row, now), row };
+  }
+
+  configureQueue(args: Ref & { policy: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const policy = mergePolicy(this.policyOf(q), v.obj(args.policy, 'policy'));
+      this.store.setPolicy(q.id, JSON.stringify(policy));
+      this.policies.delete(q.id);
+      this.note(q, 'queue_updated', []);
+      return this.info(this.store.queueById(q.id)!, this.clock.now());
+    });
+  }
+
+  deleteQueue(args: Ref, actor: Actor = SYSTEM_ACTOR): Promise<{ deleted: boolean }> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      this.store.deleteQueue(q.id);
+      this.store.audit(this.clock.now(), actor.name, q.ns, q.name, 'delete_queue', q.n_waiting + q.n_leased + q.n_dead, null);
+      this.policies.delete(q.id);
+      this.delayedAt.delete(q.id);
+      this.waiters.dropQueue(q.id);
+      this.consumers.dropQueue(q.id);
+      this.note(q, 'queue_deleted', []);
+      return { deleted: true };
+    });
+  }
+
+  getQueue(args: Ref | { id: string }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
+    return this.op(() => this.info(this.lookup(args, actor), this.clock.now()));
+  }
+
+  /** By (namespace, name) or by the queue's public id. */
+  private lookup(args: Ref | { id: string }, actor: Actor): QueueRow {
+    if ('id' in args && args.id !== undefined) {
+      const q = typeof args.id === 'string' ? this.store.queueByPubId(args.id) : undefined;
+      if (!q || (actor.namespace !== null && actor.namespace !== q.ns)) throw notFound(`queue ${v.describe(args.id)} not found`);
+      return q;
+    }
+    return this.queueRow(args as Ref, actor);
+  }
+
+  listQueues(args: { namespace?: unknown; dialect?: unknown } = {}, actor: Actor = SYSTEM_ACTOR): Promise<{ queues: QueueInfo[] }> {
+    return this.op(() => {
+      let ns = args.namespace === undefined || args.namespace === null ? undefined : v.name(args.namespace, 'namespace');
+      if (args.dialect !== undefined && !isDialect(args.dialect)) throw invalid('dialect must be one of cache, env, sync');
+      if (actor.namespace !== null) {
+        if (ns !== undefined && ns !== actor.namespace) return { queues: [] };
+        ns = actor.namespace;
+      }
+      const now = this.clock.now();
+      return { queues: this.store.listQueues(ns).filter((q) => !args.dialect || q.dialect === args.dialect).map((q) => this.info(q, now)) };
+    });
+  }
+
+  listNamespaces(actor: Actor = SYSTEM_ACTOR): Promise<{ namespaces: { namespace: string; queues: number; dead: number }[] }> {
+    return this.op(() => {
+      const by = new Map<string, { namespace: string; queues: number; dead: number }>();
+      for (const q of this.store.listQueues(actor.namespace ?? undefined)) {
+        const n = by.get(q.ns) ?? { namespace: q.ns, queues: 0, dead: 0 };
+        n.queues++;
+        n.dead += q.n_dead;
+        by.set(q.ns, n);
+      }
+      return { namespaces: [...by.values()] };
+    });
+  }
+
+  configureNamespace(args: { namespace: unknown; dailyQuota: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ namespace: string; dailyQuota: number | null }> {
+    return this.op(() => {
+      const ns = v.name(args.namespace, 'namespace');
+      if (actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}"`);
+      const quota = args.dailyQuota === null ? null : v.int(args.dailyQuota, 'dailyQuota', 0, 1e12);
+      this.store.setQuota(ns, quota);
+      return { namespace: ns, dailyQuota: quota };
+    });
+  }
+
+  /** The free tier for every cache namespace without its own quota. */
+  setDefaultDailyQuota(quota: number | null): void {
+    this.dailyQuota = quota;
+  }
+
+  // ------------------------------------------------------------------ push
+
+  push(args: Ref & PushInput & { create?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<PushResult> {
+    const { namespace, queue, create, ...input } = args;
+    return this.op(() => this.pushNow({ namespace, queue }, [input], create, actor)[0]);
+  }
+
+  pushBatch(args: Ref & { messages: unknown; create?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ results: PushResult[] }> {
+    return this.op(() => {
+      if (!Array.isArray(args.messages)) throw invalid('messages must be an array');
+      if (args.messages.length === 0) throw invalid('messages must not be empty');
+      if (args.messages.length > LIMITS.maxBatchMessages) throw invalid(`a batch holds at most ${LIMITS.maxBatchMessages} messages`);
+      return { results: this.pushNow(args, args.messages as PushInput[], args.create, actor) };
+    });
+  }
+
+  /** All or nothing: every item is checked before anything is written. */
+  private pushNow(ref: Ref, items: PushInput[], create: unknown, actor: Actor): PushResult[] {
+    let q: QueueRow;
+    try {
+      q = this.queueRow(ref, actor);
+    } catch (e) {
+      if (!(e instanceof QuaysideError) || e.code !== 'not_found' || create === undefined) throw e;
+      q = this.createQueueNow({ ...ref, dialect: create, ifNotExists: true }, actor).row;
+    }
+    const policy = this.policyOf(q);
+    const now = this.clock.now();
+    const results: PushResult[] = [];
+    const fresh: NewMessage[] = [];
+    /** results index → index in `fresh` of the message that answers it. */
+    const answers: [number, number][] = [];
+    const seenKeys = new Map<string, number>();
+    let bytes = 0;
+    items.forEach((raw, i) => {
+      const at = items.length > 1 ? `messages[${i}].` : '';
+      const m = v.obj(raw, items.length > 1 ? `messages[${i}]` : 'message');
+      const body = v.serialise(m.body, `${at}body`);
+      const meta = m.meta === undefined || m.meta === null ? undefined : v.serialise(m.meta, `${at}meta`);
+      const size = Buffer.byteLength(body, 'utf8');
+      const measured = size + (meta ? Buffer.byteLength(meta, 'utf8') : 0);
+      if (measured > policy.maxPayloadBytes) {
+        throw new QuaysideError('payload_too_large', `${at}body is ${measured} bytes; the limit of queue "${q.name}" is ${policy.maxPayloadBytes} bytes`, { details: { size: measured, limit: policy.maxPayloadBytes } });
+      }
+      const delay = v.optInt(m.delayMs, `${at}delayMs`, 0, policy.maxDelayMs) ?? 0;
+      const dedupeKey = v.optStr(m.dedupeKey, `${at}dedupeKey`, 512);
+      const ttl = v.optInt(m.dedupeTtlMs, `${at}dedupeTtlMs`, 1, 365 * TIME.DAY) ?? policy.dedupeTtlMs;
+      const attributes = v.optRecord(m.attributes, `${at}attributes`);
+      if (attributes) v.serialise(attributes, `${at}attributes`);
+      const contentType = v.optStr(m.contentType, `${at}contentType`, 200);
+      const orderingKey = v.optStr(m.orderingKey, `${at}orderingKey`, 512);
+      if (dedupeKey !== undefined) {
+        const owner = this.store.dedupeOwner(q.id, dedupeKey, now);
+        if (owner !== null) {
+          results.push({ id: messageId(owner), deduped: true });
+          return;
+        }
+        const inBatch = seenKeys.get(dedupeKey);
+        if (inBatch !== undefined) {
+          answers.push([results.length, inBatch]);
+          results.push({ id: '', deduped: true });
+          return;
+        }
+        seenKeys.set(dedupeKey, fresh.length);
+      }
+      const extra: Extra = {};
+      if (dedupeKey !== undefined) extra.dedupeKey = dedupeKey;
+      if (attributes) extra.attributes = attributes;
+      if (contentType) extra.contentType = contentType;
+      if (orderingKey) extra.orderingKey = orderingKey;
+      if (meta !== undefined) extra.meta = m.meta;
+      fresh.push({
+        body,
+        size,
+        visibleAt: now + delay,
+        expiresAt: policy.maxMessageAgeMs === null ? null : now + policy.maxMessageAgeMs,
+        extra: Object.keys(extra).length ? JSON.stringify(extra) : null,
+        dedupeKey: dedupeKey ?? null,
+        dedupeUntil: now + ttl,
+      });
+      answers.push([results.length, fresh.length - 1]);
+      results.push({ id: '', deduped: false });
+      bytes += size;
+    });
+    if (fresh.length === 0) return results;
+    const live = q.n_waiting + q.n_leased;
+    if (policy.maxDepth !== null && live + fresh.length > policy.maxDepth) {
+      throw new QuaysideError('queue_full', `queue "${q.name}" is full: ${live} of ${policy.maxDepth} messages (maxDepth)`);
+    }
+    if (policy.maxBytes !== null && q.live_bytes + bytes > policy.maxBytes) {
+      throw new QuaysideError('queue_full', `queue "${q.name}" is full: ${q.live_bytes} + ${bytes} bytes is over ${policy.maxBytes} (maxBytes)`);
+    }
+    this.takeQuota(q, fresh.length, now);
+    const ids = this.store.enqueue(q.id, fresh, now).map(messageId);
+    for (const [r, f] of answers) results[r].id = ids[f];
+    for (const m of fresh) if (m.visibleAt > now) this.noteDelayed(q.id, m.visibleAt);
+    this.note(q, 'pushed', ids);
+    return results;
+  }
+
+  private takeQuota(q: QueueRow, n: number, now: number): void {
+    const row = this.store.namespace(q.ns);
+    const quota = row?.daily_quota ?? (q.dialect === 'cache' ? this.dailyQuota : null);
+    if (quota === null || quota === undefined) return;
+    const day = Math.floor(now / TIME.DAY);
+    const used = row && row.day === day ? row.used : 0;
+    if (used + n > quota) {
+      const resetAt = (day + 1) * TIME.DAY;
+      throw new QuaysideError('quota_exceeded', `namespace "${q.ns}" has used its ${quota} messages for today; it accepts more at ${new Date(resetAt).toISOString()}`, { resetAt, details: { quota, used, resetAt } });
+    }
+    this.store.useQuota(q.ns, day, n);
+  }
+
+  private noteDelayed(queueId: number, at: number): void {
+    const cur = this.delayedAt.get(queueId);
+    if (cur === undefined || at < cur) this.delayedAt.set(queueId, at);
+  }
+
+  private refreshDelayed(queueId: number, now: number): void {
+    const t = this.store.nextDelayed(queueId, now);
+    if (t === null) this.delayedAt.delete(queueId);
+    else this.delayedAt.set(queueId, t);
+  }
+
+  // ------------------------------------------------------------------ lease and settle
+
+  pull(args: Ref & { max?: unknown; leaseMs?: unknown; waitMs?: unknown }, actor: Actor = SYSTEM_ACTOR, signal?: AbortSignal): Promise<{ messages: Delivery[] }> {
+    return new Promise((resolve, reject) => {
+      this.op(() => {
+        const q = this.queueRow(args, actor);
+        const s = this.settings(q);
+        if (s.consumer) throw conflict(`queue "${q.name}" has a consumer app (${s.consumer.appId}); it delivers by push and refuses pulls`);
+        const max = v.optInt(args.max, 'max', 1, LIMITS.maxPullMessages) ?? 1;
+        const leaseMs = v.optInt(args.leaseMs, 'leaseMs', 1, 12 * TIME.HOUR) ?? s.policy.leaseMs;
+        const waitMs = v.optInt(args.waitMs, 'waitMs', 0, LIMITS.maxWaitMs) ?? 0;
+        const got = this.claimNow(q, max, leaseMs);
+        return { q, got, max, leaseMs, waitMs };
+      }).then(({ q, got, max, leaseMs, waitMs }) => {
+        if (got.length > 0 || waitMs === 0 || signal?.aborted) return resolve({ messages: got });
+        this.hold(q.id, max, leaseMs, waitMs, signal, (messages) => resolve({ messages }));
+      }, reject);
+    });
+  }
+
+  private hold(queueId: number, max: number, leaseMs: number, waitMs: number, signal: AbortSignal | undefined, resolve: (m: Delivery[]) => void): void {
+    const timer = setTimeout(() => this.waiters.finish(w, []), waitMs);
+    timer.unref?.();
+    const onAbort = () => this.waiters.finish(w, []);
+    const w: Waiter = {
+      queueId, max, leaseMs, resolve, done: false,
+      deadline: this.clock.now() + waitMs,
+      cleanup: () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      },
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.waiters.add(w);
+    this.arm();
+    // A message may have become ready between the claim and now.
+    void this.serveWaiters(queueId);
+  }
+
+  private serving = new Set<number>();
+
+  private async serveWaiters(queueId: number): Promise<void> {
+    if (this.serving.has(queueId)) return;
+    this.serving.add(queueId);
+    try {
+      const served = await this.gc.run(() => {
+        const out: [Waiter, Delivery[]][] = [];
+        const q = this.store.queueById(queueId);
+        if (!q) return out;
+        for (const w of this.waiters.waiting(queueId)) {
+          if (w.done) continue;
+          const got = this.claimNow(q, w.max, w.leaseMs);
+          if (got.length === 0) break;
+          out.push([w, got]);
+        }
+        return out;
+      });
+      // Answered only now that the leases are committed.
+      for (const [w, got] of served) this.waiters.finish(w, got);
+    } catch {
+      // A failed commit leaves the waiters waiting; the next commit wakes them again.
+    } finally {
+      this.serving.delete(queueId);
+    }
+  }
+
+  private claimNow(q: QueueRow, max: number, leaseMs: number): Delivery[] {
+    const now = this.clock.now();
+    const token = crypto.randomInt(1, 2 ** 47);
+    const rows = this.store.claim(q.id, max, now, now + leaseMs, token);
+    if (rows.length === 0) return [];
+    const out = rows.map((r) => ({ ...toView(q, r, now), receipt: receiptOf(r.id, token), leaseUntil: now + leaseMs }));
+    this.note(q, 'leased', out.map((m) => m.id));
+    return out;
+  }
+
+  /** The leased row a receipt names, if the receipt is still good (strict: its lease has not ended). */
+  private leasedBy(receipt: unknown, actor: Actor): { row: MessageRow; q: QueueRow } | null {
+    if (typeof receipt !== 'string' || receipt.length === 0) throw invalid('receipt must be a non-empty string');
+    const r = parseReceipt(receipt);
+    if (!r) throw invalid(`"${receipt.slice(0, 60)}" is not a receipt`);
+    const row = this.store.leased(r.id, r.token, this.clock.now());
+    if (!row) return null;
+    const q = this.store.queueById(row.queue_id)!;
+    if (actor.namespace !== null && actor.namespace !== q.ns) return null;
+    return { row, q };
+  }
+
+  ack(args: { receipt: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean }> {
+    return this.op(() => {
+      const hit = this.leasedBy(args.receipt, actor);
+      if (!hit) return { ok: false };
+      this.store.ack(hit.row);
+      this.note(hit.q, 'acked', [messageId(hit.row.id)]);
+      return { ok: true };
+    });
+  }
+
+  ackBatch(args: { receipts: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ acked: number; stale: number }> {
+    return this.op(() => {
+      if (!Array.isArray(args.receipts)) throw invalid('receipts must be an array');
+      if (args.receipts.length > LIMITS.maxBatchMessages) throw invalid(`at most ${LIMITS.maxBatchMessages} receipts at once`);
+      const hits = args.receipts.map((r) => this.leasedBy(r, actor));
+      let acked = 0;
+      for (const hit of hits) {
+        if (!hit) continue;
+        this.store.ack(hit.row);
+        this.note(hit.q, 'acked', [messageId(hit.row.id)]);
+        acked++;
+      }
+      return { acked, stale: hits.length - acked };
+    });
+  }
+
+  nack(args: { receipt: unknown; delayMs?: unknown; reason?: unknown; error?: unknown; dead?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean }> {
+    return this.op(() => {
+      // Arguments are checked before anything moves, so a bad nack settles nothing.
+      const reason = v.optStr(args.reason, 'reason', 200);
+      const error = args.error === undefined || args.error === null ? null : v.str(args.error, 'error', 1 << 20).slice(0, 8192);
+      const toDead = v.bool(args.dead, 'dead') ?? false;
+      const hit = this.leasedBy(args.receipt, actor);
+      const maxDelay = hit ? this.policyOf(hit.q).maxNackDelayMs : 365 * TIME.DAY;
+      const delay = v.optInt(args.delayMs, 'delayMs', 0, maxDelay) ?? 0;
+      if (!hit) return { ok: false };
+      this.release(hit.q, hit.row, { delay, reason: reason ?? null, error, toDead });
+      return { ok: true };
+    });
+  }
+
+  private release(q: QueueRow, row: MessageRow | DueRow, o: { delay: number; reason: string | null; error: string | null; toDead: boolean; timeout?: boolean }): void {
+    const policy = this.policyOf(q);
+    const now = this.clock.now();
+    const id = messageId(row.id);
+    if (o.toDead || row.attempts >= policy.maxDeliveries) {
+      const reason = o.timeout ? policy.reasons.timeout : policy.recordNackReason && o.reason ? o.reason : policy.reasons.nack;
+      this.store.kill({ ...row, state: LEASED }, now, reason, o.error, now + policy.deadRetentionMs);
+      this.note(q, 'dead', [id]);
+      return;
+    }
+    // Back of the queue: visible from the moment it was released (or its delay ends).
+    const at = o.timeout && row.lease_until !== null ? row.lease_until + o.delay : now + o.delay;
+    this.store.requeue(row, at, o.error);
+    if (at > now) this.noteDelayed(q.id, at);
+    this.note(q, 'requeued', [id]);
+  }
+
+  extend(args: { receipt: unknown; leaseMs?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean; leaseUntil: number | null }> {
+    return this.op(() => {
+      const leaseMsArg = v.optInt(args.leaseMs, 'leaseMs', 1, 12 * TIME.HOUR);
+      const hit = this.leasedBy(args.receipt, actor);
+      if (!hit) return { ok: false, leaseUntil: null };
+      const leaseUntil = this.clock.now() + (leaseMsArg ?? this.policyOf(hit.q).leaseMs);
+      this.store.extend(hit.row.id, leaseUntil);
+      this.note(hit.q, 'extended', [messageId(hit.row.id)]);
+      return { ok: true, leaseUntil };
+    });
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  peek(args: Ref & { states?: unknown; limit?: unknown; cursor?: unknown; search?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ messages: MessageView[]; next: string | null; total: number }> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const states = this.statesArg(args.states);
+      const limit = v.optInt(args.limit, 'limit', 1, 1000) ?? 50;
+      const after = args.cursor === undefined || args.cursor === null ? 0 : parseMessageId(args.cursor) ?? badCursor(args.cursor);
+      const search = v.optStr(args.search, 'search', 1000) ?? null;
+      const now = this.clock.now();
+      const rows = this.store.peek(q.id, states, now, after, limit + 1, search);
+      const more = rows.length > limit;
+      const page = rows.slice(0, limit);
+      return {
+        messages: page.map((r) => toView(q, r, now)),
+        next: more ? messageId(page[page.length - 1].id) : null,
+        total: this.store.peekCount(q.id, states, now, search),
+      };
+    });
+  }
+
+  private statesArg(s: unknown): MessageState[] {
+    if (s === undefined || s === null) return ['ready', 'delayed', 'leased'];
+    if (!Array.isArray(s) || s.length === 0) throw invalid('states must be a non-empty array of ready, delayed, leased, dead');
+    for (const x of s) if (!ALL_STATES.includes(x as MessageState)) throw invalid(`unknown state ${v.describe(x)}; states are ready, delayed, leased, dead`);
+    return s as MessageState[];
+  }
+
+  getMessage(args: Ref & { id: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<MessageView> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const id = parseMessageId(args.id);
+      const row = id === null ? undefined : this.store.message(q.id, id);
+      if (!row) throw notFound(`message ${v.describe(args.id)} not found in queue "${q.name}"`);
+      return toView(q, row, this.clock.now());
+    });
+  }
+
+  deadList(args: Ref & { limit?: unknown; cursor?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ messages: MessageView[]; total: number; next: string | null }> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const limit = v.optInt(args.limit, 'limit', 1, 1000) ?? 100;
+      let afterAt = -1;
+      let afterId = 0;
+      if (args.cursor !== undefined && args.cursor !== null) {
+        const m = typeof args.cursor === 'string' ? /^d_(\d+)_(\d+)$/.exec(args.cursor) : null;
+        if (!m) badCursor(args.cursor);
+        afterAt = Number(m![1]);
+        afterId = Number(m![2]);
+      }
+      const now = this.clock.now();
+      const rows = this.store.deadPage(q.id, afterAt, afterId, limit + 1);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        messages: page.map((r) => toView(q, r, now)),
+        total: q.n_dead,
+        next: rows.length > limit ? `d_${last.dead_at}_${last.id}` : null,
+      };
+    });
+  }
+
+  stats(args: Ref, actor: Actor = SYSTEM_ACTOR): Promise<{ counts: QueueCounts; lagHistory: LagStep[]; now: number }> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const now = this.clock.now();
+      return { counts: this.countsOf(q, now), lagHistory: this.lagHistory(q, now), now };
+    });
+  }
+
+  auditList(args: { namespace?: unknown; queue?: unknown; limit?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ entries: AuditEntry[] }> {
+    return this.op(() => {
+      let ns = args.namespace === undefined || args.namespace === null ? null : v.name(args.namespace, 'namespace');
+      const queue = args.queue === undefined || args.queue === null ? null : v.name(args.queue, 'queue');
+      const limit = v.optInt(args.limit, 'limit', 1, 10000) ?? 100;
+      if (actor.namespace !== null) {
+        if (ns !== null && ns !== actor.namespace) return { entries: [] };
+        ns = actor.namespace;
+      }
+      return {
+        entries: this.store.auditList(ns, queue, limit).map((r) => ({
+          id: r.id, at: r.at, token: r.token, namespace: r.ns, queue: r.queue, action: r.action as AuditEntry['action'], count: r.count, detail: r.detail,
+        })),
+      };
+    });
+  }
+
+  // ------------------------------------------------------------------ dead letters and purge
+
+  private idsArg(ids: unknown): number[] | null {
+    if (ids === undefined || ids === null) return null;
+    if (!Array.isArray(ids)) throw invalid('ids must be an array of message ids');
+    if (ids.length > 10000) throw invalid('at most 10000 ids at once');
+    return ids.map((id) => {
+      const n = parseMessageId(id);
+      if (n === null) throw invalid(`${v.describe(id)} is not a message id`);
+      return n;
+    });
+  }
+
+  replay(args: Ref & { ids?: unknown; max?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ replayed: number }> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const ids = this.idsArg(args.ids);
+      const max = v.optInt(args.max, 'max', 1, 100000) ?? 100;
+      const policy = this.policyOf(q);
+      const now = this.clock.now();
+      const done = this.store.replay(q.id, ids, max, now, policy.maxMessageAgeMs === null ? null : now + policy.maxMessageAgeMs);
+      this.store.audit(now, actor.name, q.ns, q.name, 'replay', done.length, ids ? `ids: ${done.map(messageId).join(', ').slice(0, 2000)}` : `oldest ${max}`);
+      this.note(q, 'replayed', done.map(messageId));
+      return { replayed: done.length };
+    });
+  }
+
+  purgeDead(args: Ref & { ids?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ purged: number }> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const ids = this.idsArg(args.ids);
+      const gone = this.store.purgeDead(q.id, ids);
+      const now = this.clock.now();
+      this.store.audit(now, actor.name, q.ns, q.name, 'purge_dead', gone.length, ids ? `ids: ${gone.map(messageId).join(', ').slice(0, 2000)}` : 'all');
+      this.note(q, 'purged', gone.map(messageId));
+      return { purged: gone.length };
+    });
+  }
+
+  purge(args: Ref & { confirm: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ purged: number }> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      if (args.confirm !== q.name) throw invalid(`confirm must be the queue's name ("${q.name}") to purge it`);
+      const n = this.store.purgeLive(q.id);
+      this.delayedAt.delete(q.id);
+      this.store.audit(this.clock.now(), actor.name, q.ns, q.name, 'purge', n, 'live messages');
+      this.note(q, 'purged', []);
+      return { purged: n };
+    });
+  }
+
+  // ------------------------------------------------------------------ env push consumers
+
+  setConsumer(args: Ref & { consumer: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const current = this.settings(q).consumer;
+      const next = args.consumer === null ? null : mergeConsumer(current, v.obj(args.consumer, 'consumer'));
+      this.store.setConsumer(q.id, next ? JSON.stringify(next) : null);
+      this.policies.delete(q.id);
+      this.note(q, 'queue_updated', []);
+      return this.info(this.store.queueById(q.id)!, this.clock.now());
+    });
+  }
+
+  /** Makes `deliver` receive the queue's batches; the queue must have a consumer app set. */
+  attachConsumer(args: Ref, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR): Promise<{ consumer: string; settings: ConsumerSettings }> {
+    return this.op(() => {
+      const q = this.queueRow(args, actor);
+      const settings = this.settings(q).consumer;
+      if (!settings) throw conflict(`queue "${q.name}" has no consumer app; set one first (consumer.set)`);
+      const a = this.consumers.attach(q.id, deliver);
+      this.touched.add(q.id);
+      return { consumer: a.id, settings };
+    });
+  }
+
+  consumerDone(args: { consumer: unknown; batch: unknown }): Promise<{ ok: boolean }> {
+    return this.op(() => {
+      const c = v.str(args.consumer, 'consumer');
+      const b = v.str(args.batch, 'batch');
+      const queueId = this.consumers.done(c, b);
+      if (queueId !== null) this.touched.add(queueId);
+      return { ok: queueId !== null };
+    });
+  }
+
+  detachConsumer(args: { consumer: unknown }): Promise<{ ok: boolean }> {
+    return this.op(() => {
+      const queueId = this.consumers.detach(v.str(args.consumer, 'consumer'));
+      return { ok: queueId !== null };
+    });
+  }
+
+  private consumerBusy = new Set<number>();
+
+  /** Forms batches: full ones at once, partial ones when the oldest has waited maxBatchTimeoutMs. */
+  private async serveConsumers(queueId: number): Promise<void> {
+    if (this.consumerBusy.has(queueId)) return;
+    this.consumerBusy.add(queueId);
+    const sends: (() => void)[] = [];
+    try {
+      await this.gc.run(() => {
+        const q = this.store.queueById(queueId);
+        if (!q) return;
+        const s = this.settings(q).consumer;
+        if (!s) return;
+        const now = this.clock.now();
+        let due: number | null = null;
+        for (let free = this.consumers.freeSlots(q.id, s); free > 0; free--) {
+          const ready = this.store.readyAtMost(q.id, now, s.maxBatchSize);
+          if (ready === 0) break;
+          if (ready < s.maxBatchSize) {
+            const oldest = this.store.oldestReadyAt(q.id, now)!;
+            if (now - oldest < s.maxBatchTimeoutMs) {
+              due = oldest + s.maxBatchTimeoutMs;
+              break;
+            }
+          }
+          const started = this.consumers.start(q.id, now + s.visibilityMs);
+          if (!started) break;
+          const got = this.claimNow(this.store.queueById(q.id)!, s.maxBatchSize, s.visibilityMs);
+          sends.push(() => started.attachment.deliver(started.batch, got));
+        }
+        this.consumers.setBatchDue(q.id, due);
+      });
+      for (const send of sends) send();
+    } catch {
+      // The commit failed: nothing was leased; the next commit or due time tries again.
+    } finally {
+      this.consumerBusy.delete(queueId);
+      this.arm();
+    }
+  }
+
+  // ------------------------------------------------------------------ due work and the clock
+
+  /** Applies every piece of work due now: lease expiries, age limits, dead retention, delayed → ready. */
+  private applyDue(): void {
+    const now = this.clock.now();
+    for (;;) {
+      const rows = this.store.dueLeases(now, SWEEP_BATCH);
+      for (const row of rows) {
+        const q = this.store.queueById(row.queue_id);
+        if (q) this.release(q, row, { delay: 0, reason: null, error: null, toDead: false, timeout: true });
+      }
+      if (rows.length < SWEEP_BATCH) break;
+    }
+    for (;;) {
+      const rows = this.store.dueExpiries(now, SWEEP_BATCH);
+      for (const row of rows) {
+        const q = this.store.queueById(row.queue_id);
+        if (!q) continue;
+        const policy = this.policyOf(q);
+        if (row.state === DEAD || policy.onMaxAge === 'drop') {
+          this.store.drop(row);
+          this.note(q, row.state === DEAD ? 'purged' : 'dropped', [messageId(row.id)]);
+        } else {
+          this.store.kill(row, now, policy.reasons.expired, null, now + policy.deadRetentionMs);
+          this.note(q, 'dead', [messageId(row.id)]);
+        }
+      }
+      if (rows.length < SWEEP_BATCH) break;
+    }
+    for (const [queueId, at] of [...this.delayedAt]) {
+      if (at > now) continue;
+      const q = this.store.queueById(queueId);
+      if (!q) {
+        this.delayedAt.delete(queueId);
+        continue;
+      }
+      this.refreshDelayed(queueId, now);
+      this.note(q, 'ready', []);
+    }
+    this.waiters.expire(now);
+    for (const queueId of this.consumers.expire(now)) this.touched.add(queueId);
+    for (const queueId of this.consumers.queues()) this.touched.add(queueId);
+    const step = stepOf(now);
+    if (step !== this.lastLagStep) {
+      this.lastLagStep = step;
+      // A new half-hour step: queues that hold messages get a point even if nothing moves.
+      for (const q of this.store.listQueues()) if (q.n_waiting > 0) this.touched.add(q.id);
+      this.store.lagSweep(now - 25 * TIME.HOUR);
+    }
+  }
+
+  /** The next instant at which any due work exists, or null. */
+  private nextDueAt(): number | null {
+    let t = this.store.nextDue();
+    const consider = (x: number | null) => {
+      if (x !== null && (t === null || x < t)) t = x;
+    };
+    for (const at of this.delayedAt.values()) consider(at);
+    consider(this.waiters.nextDeadline());
+    consider(this.consumers.nextDue());
+    // Steps of the lag history roll over for queues that hold messages.
+    if (this.store.listQueues().some((q) => q.n_waiting > 0)) consider(this.lastLagStep + HALF_HOUR);
+    return t;
+  }
+
+  /** One timer, armed for the next due instant (system clock only; a virtual clock moves by advance). */
+  private arm(): void {
+    if (this.closed || this.clock.mode === 'virtual') return;
+    const at = this.nextDueAt();
+    if (at === null) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+      this.timerAt = null;
+      return;
+    }
+    if (this.timer && this.timerAt === at) return;
+    if (this.timer) clearTimeout(this.timer);
+    const delay = Math.min(Math.max(0, at - this.clock.now()), 2 ** 31 - 1);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = null;
+      this.gc.run(() => this.applyDue()).catch(() => this.arm());
+    }, delay);
+  }
+
+  /**
+   * Moves a virtual clock forward by `ms`, applying due work in time order on the way; resolves
+   * once all of it has committed and its events have gone out.
+   */
+  advance(ms: unknown): Promise<number> {
+    if (!(this.clock instanceof VirtualClock)) return Promise.reject(conflict('the clock is not virtual; start the emulator with clock: "virtual"'));
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return Promise.reject(invalid(`ms must be a finite number of milliseconds ≥ 0, got ${v.describe(ms)}`));
+    const run = async (): Promise<number> => {
+      const clock = this.clock as VirtualClock;
+      const target = clock.now() + Math.floor(ms);
+      await this.settle();
+      for (let guard = 0; guard < 100000; guard++) {
+        const next = this.nextDueAt();
+        if (next === null || next > target) break;
+        clock.set(next);
+        await this.gc.run(() => this.applyDue());
+        await this.settle();
+        if (next <= clock.now() && this.nextDueAt() === next) break; // nothing more can happen at this instant
+      }
+      clock.set(target);
+      await this.gc.run(() => this.applyDue());
+      await this.settle();
+      return clock.now();
+    };
+    const p = (this.advancing ?? Promise.resolve(0)).then(run, run);
+    this.advancing = p;
+    return p;
+  }
+
+  /** Waits until the group commit is idle and follow-up work (held pulls, batches) has run. */
+  private async settle(): Promise<void> {
+    for (let i = 0; i < 50; i++) {
+      await this.gc.idle();
+      await new Promise((r) => setImmediate(r));
+      if (this.gc.pending === 0 && this.serving.size === 0 && this.consumerBusy.size === 0) return;
+    }
+  }
+
+  // ------------------------------------------------------------------ lag history
+
+  private recordLag(): void {
+    if (this.touched.size === 0) return;
+    const now = this.clock.now();
+    const start = stepOf(now);
+    for (const id of this.touched) {
+      const q = this.store.queueById(id);
+      if (!q) continue;
+      const oldest = q.n_waiting > 0 ? this.store.oldestReadyAt(id, now) : null;
+      const depth = q.n_waiting;
+      const wait = oldest === null ? 0 : Math.max(0, now - oldest);
+      const seen = this.lagSeen.get(id);
+      if (seen && seen.start === start && seen.depth >= depth && seen.wait >= wait) continue;
+      this.store.lagRecord(id, start, depth, wait);
+      this.lagSeen.set(id, { start, depth: Math.max(depth, seen?.start === start ? seen.depth : 0), wait: Math.max(wait, seen?.start === start ? seen.wait : 0) });
+    }
+  }
+
+  /** 48 aligned half-hour steps ending with the current one; a step with no record carries the last depth on. */
+  private lagHistory(q: QueueRow, now: number): LagStep[] {
+    const current = stepOf(now);
+    const first = current - 47 * HALF_HOUR;
+    const { before, rows } = this.store.lagSince(q.id, first);
+    const byStart = new Map(rows.map((r) => [r.start, r]));
+    const out: LagStep[] = [];
+    let carry = before ? before.peak_depth : 0;
+    for (let s = first; s <= current; s += HALF_HOUR) {
+      const r = byStart.get(s);
+      if (r) {
+        out.push({ start: s, peakDepth: r.peak_depth, maxWaitMs: r.max_wait_ms });
+        carry = r.peak_depth;
+      } else {
+        out.push({ start: s, peakDepth: s < q.created_at - HALF_HOUR ? 0 : carry, maxWaitMs: 0 });
+      }
+    }
+    const live = this.countsOf(q, now);
+    const last = out[out.length - 1];
+    last.peakDepth = Math.max(last.peakDepth, live.depth);
+    last.maxWaitMs = Math.max(last.maxWaitMs, live.oldestReadyAgeMs);
+    return out;
+  }
+
+  // ------------------------------------------------------------------ tokens
+
+  createToken(access: Access, namespace: string | null, name: string): Promise<string> {
+    return this.op(() => {
+      const token = `qs_${access === 'read' ? 'ro' : 'rw'}_${crypto.randomBytes(18).toString('base64url')}`;
+      this.store.putToken(token, name, access, namespace, this.clock.now());
+      return token;
+    });
+  }
+
+  /** A token given at start (or kept from an earlier run) that grants read-write on everything. */
+  ensureAdminToken(token: string | undefined): string {
+    const t = token ?? this.store.getMeta('admin_token') ?? `qs_rw_${crypto.randomBytes(18).toString('base64url')}`;
+    this.store.transaction(() => {
+      this.store.setMeta('admin_token', t);
+      this.store.putToken(t, 'admin', 'readwrite', null, this.clock.now());
+    });
+    return t;
+  }
+
+  lookupToken(token: string): { name: string; access: Access; namespace: string | null } | null {
+    const r = this.store.getToken(token);
+    return r ? { name: r.name, access: r.access as Access, namespace: r.ns } : null;
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.gc.idle();
+    this.closed = true;
+    this.gc.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const w of this.waiters.all()) this.waiters.finish(w, []);
+    this.listeners.clear();
+  }
+}
+
+function stepOf(t: number): number {
+  return Math.floor(t / HALF_HOUR) * HALF_HOUR;
+}
+
+function badCursor(c: unknown): never {
+  throw invalid(`${v.describe(c)} is not a cursor from an earlier page`);
+}
+
+export { WAITING };

@@ -1,0 +1,128 @@
+import type { ConsumerSettings, Dialect, QueuePolicy } from '../protocol';
+import { invalid } from '../errors';
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+export const KB = 1024;
+
+/** Each dialect's defaults (DESIGN.md "Per-dialect defaults"); every field can be overridden per queue. */
+export const PRESETS: Record<Dialect, QueuePolicy> = {
+  cache: {
+    leaseMs: 30 * SECOND,
+    maxDeliveries: 5,
+    deadRetentionMs: 14 * DAY,
+    maxMessageAgeMs: null,
+    onMaxAge: 'dead',
+    dedupeTtlMs: HOUR,
+    maxPayloadBytes: 256 * KB,
+    maxDepth: null,
+    maxBytes: null,
+    maxNackDelayMs: 12 * HOUR,
+    maxDelayMs: 12 * HOUR,
+    reasons: { timeout: 'timeout', nack: 'nack', expired: 'expired' },
+    recordNackReason: false,
+  },
+  env: {
+    leaseMs: 30 * SECOND,
+    maxDeliveries: 4, // maxRetries 3
+    deadRetentionMs: 14 * DAY,
+    maxMessageAgeMs: 14 * DAY, // the queue's retention: older messages are dropped
+    onMaxAge: 'drop',
+    dedupeTtlMs: HOUR,
+    maxPayloadBytes: 128 * KB,
+    maxDepth: null,
+    maxBytes: null,
+    maxNackDelayMs: 12 * HOUR,
+    maxDelayMs: 12 * HOUR,
+    reasons: { timeout: 'timeout', nack: 'retry', expired: 'expired' },
+    recordNackReason: false,
+  },
+  sync: {
+    leaseMs: 30 * SECOND,
+    maxDeliveries: 10,
+    deadRetentionMs: 7 * DAY,
+    maxMessageAgeMs: 7 * DAY,
+    onMaxAge: 'dead',
+    dedupeTtlMs: 7 * DAY,
+    maxPayloadBytes: 131072,
+    maxDepth: null,
+    maxBytes: null,
+    maxNackDelayMs: 7 * DAY,
+    maxDelayMs: 7 * DAY,
+    reasons: { timeout: 'max_deliveries_exceeded', nack: 'max_deliveries_exceeded', expired: 'expired' },
+    recordNackReason: true,
+  },
+};
+
+/** env push-consumer defaults. */
+export const CONSUMER_DEFAULTS: Omit<ConsumerSettings, 'appId'> = {
+  maxBatchSize: 10,
+  maxBatchTimeoutMs: 5000,
+  maxConcurrency: 1,
+  visibilityMs: 30 * SECOND,
+};
+
+export const DIALECTS: readonly Dialect[] = ['cache', 'env', 'sync'];
+
+export function isDialect(v: unknown): v is Dialect {
+  return typeof v === 'string' && (DIALECTS as readonly string[]).includes(v);
+}
+
+const POSITIVE_MS: (keyof QueuePolicy)[] = ['leaseMs', 'deadRetentionMs', 'dedupeTtlMs', 'maxNackDelayMs', 'maxDelayMs'];
+const NULLABLE_POSITIVE: (keyof QueuePolicy)[] = ['maxMessageAgeMs', 'maxDepth', 'maxBytes'];
+
+/** Applies a partial override to a policy, refusing anything out of range. */
+export function mergePolicy(base: QueuePolicy, patch: unknown): QueuePolicy {
+  if (patch === undefined || patch === null) return base;
+  if (typeof patch !== 'object' || Array.isArray(patch)) throw invalid('policy must be an object');
+  const p = patch as Record<string, unknown>;
+  const out: QueuePolicy = { ...base, reasons: { ...base.reasons } };
+  for (const [k, v] of Object.entries(p)) {
+    if (v === undefined) continue;
+    if ((POSITIVE_MS as string[]).includes(k) || k === 'maxDeliveries' || k === 'maxPayloadBytes') {
+      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) throw invalid(`policy.${k} must be a positive integer, got ${String(v)}`);
+      (out as unknown as Record<string, unknown>)[k] = v;
+    } else if ((NULLABLE_POSITIVE as string[]).includes(k)) {
+      if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)) throw invalid(`policy.${k} must be a positive integer or null, got ${String(v)}`);
+      (out as unknown as Record<string, unknown>)[k] = v;
+    } else if (k === 'recordNackReason') {
+      if (typeof v !== 'boolean') throw invalid('policy.recordNackReason must be true or false');
+      out.recordNackReason = v;
+    } else if (k === 'onMaxAge') {
+      if (v !== 'dead' && v !== 'drop') throw invalid(`policy.onMaxAge must be "dead" or "drop"`);
+      out.onMaxAge = v;
+    } else if (k === 'reasons') {
+      if (typeof v !== 'object' || v === null) throw invalid('policy.reasons must be an object');
+      for (const [rk, rv] of Object.entries(v as Record<string, unknown>)) {
+        if (!['timeout', 'nack', 'expired'].includes(rk) || typeof rv !== 'string' || !rv) throw invalid(`policy.reasons.${rk} is not a valid reason`);
+        out.reasons[rk as 'timeout'] = rv;
+      }
+    } else {
+      throw invalid(`unknown policy field "${k}"`);
+    }
+  }
+  return out;
+}
+
+export function mergeConsumer(base: ConsumerSettings | null, patch: Record<string, unknown>): ConsumerSettings {
+  if (typeof patch.appId !== 'string' || patch.appId.length === 0 || patch.appId.length > 200) throw invalid('consumer.appId must be a non-empty string');
+  const out: ConsumerSettings = { ...CONSUMER_DEFAULTS, ...(base ?? {}), appId: patch.appId };
+  const ranges: Record<string, [number, number]> = {
+    maxBatchSize: [1, 100],
+    maxBatchTimeoutMs: [0, 60_000],
+    maxConcurrency: [1, 250],
+    visibilityMs: [1, 12 * HOUR],
+  };
+  for (const [k, [lo, hi]] of Object.entries(ranges)) {
+    const v = patch[k];
+    if (v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < lo || v > hi) throw invalid(`consumer.${k} must be an integer from ${lo} to ${hi}, got ${String(v)}`);
+    (out as unknown as Record<string, number>)[k] = v;
+  }
+  for (const k of Object.keys(patch)) if (k !== 'appId' && !(k in ranges)) throw invalid(`unknown consumer field "${k}"`);
+  return out;
+}
+
+export const TIME = { SECOND, MINUTE, HOUR, DAY };

@@ -1,0 +1,291 @@
+import type http from 'node:http';
+import { QuaysideError, invalid } from '../errors';
+import type { Actor, Engine } from '../engine/engine';
+import { HTTP_STATUS, READ_OPS, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
+import { authorize, bearer, resolveToken } from '../server/auth';
+import { json, type HttpRoute } from '../server/server';
+import { envNamespace, envQueueView, ENV_MAX_RETENTION_S } from './env-naming';
+
+// The `env` dialect's HTTP management and data API under /v1/queues (docs/openapi.yaml).
+// It speaks the product's names (slug, project, environment, leaseId, failed area) and maps them
+// onto engine operations.
+
+const MAX_BODY = 8 * 1024 * 1024;
+
+interface Ctx {
+  engine: Engine;
+  actor: Actor;
+  access: 'read' | 'readwrite';
+  body: Record<string, unknown>;
+  query: URLSearchParams;
+}
+
+type Route = { method: string; pattern: RegExp; op: OpName; run: (c: Ctx, m: RegExpExecArray) => Promise<[number, unknown]> };
+
+const ROUTES: Route[] = [
+  { method: 'POST', pattern: /^\/v1\/queues$/, op: 'queue.create', run: createQueue },
+  { method: 'GET', pattern: /^\/v1\/queues$/, op: 'queue.list', run: listQueues },
+  { method: 'GET', pattern: /^\/v1\/queues\/([^/]+)$/, op: 'stats', run: getQueue },
+  { method: 'PATCH', pattern: /^\/v1\/queues\/([^/]+)$/, op: 'queue.configure', run: patchQueue },
+  { method: 'DELETE', pattern: /^\/v1\/queues\/([^/]+)$/, op: 'queue.delete', run: deleteQueue },
+  { method: 'PUT', pattern: /^\/v1\/queues\/([^/]+)\/consumer$/, op: 'consumer.set', run: putConsumer },
+  { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/messages$/, op: 'push', run: sendMessages },
+  { method: 'GET', pattern: /^\/v1\/queues\/([^/]+)\/messages$/, op: 'peek', run: peekMessages },
+  { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/receive$/, op: 'pull', run: receive },
+  { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/ack$/, op: 'ack', run: ackRetry },
+  { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/extend$/, op: 'extend', run: extend },
+  { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/retry-failed$/, op: 'dead.replay', run: retryFailed },
+  { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/purge$/, op: 'purge', run: purge },
+];
+
+/** The route table, exported so a test can check it against docs/openapi.yaml. */
+export const ENV_ROUTES = ROUTES.map((r) => ({ method: r.method, path: r.pattern.source.replace(/^\^|\$$/g, '').replace(/\\\//g, '/').replace('([^/]+)', '{qId}') }));
+
+export function envHttpRoutes(): HttpRoute[] {
+  return [handle];
+}
+
+const handle: HttpRoute = async (req, res, engine) => {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  if (!url.pathname.startsWith('/v1/queues')) return false;
+  const matching = ROUTES.filter((r) => r.pattern.test(url.pathname));
+  if (matching.length === 0) return false;
+  const route = matching.find((r) => r.method === req.method);
+  try {
+    if (!route) throw new QuaysideError('invalid_argument', `${req.method} is not allowed on ${url.pathname}; use ${matching.map((r) => r.method).join(', ')}`);
+    const who = resolveToken(engine, bearer(req.headers.authorization));
+    authorize(who.access, route.method === 'GET' ? 'peek' : route.op, READ_OPS);
+    const body = req.method === 'GET' || req.method === 'DELETE' ? {} : await readJson(req);
+    const m = route.pattern.exec(url.pathname)!;
+    const [status, out] = await route.run({ engine, actor: { name: who.name, namespace: who.namespace }, access: who.access, body, query: url.searchParams }, m);
+    json(res, status, out);
+  } catch (e) {
+    const err = e instanceof QuaysideError ? e : new QuaysideError('internal', (e as Error).message);
+    const status = !route && err.code === 'invalid_argument' ? 405 : HTTP_STATUS[err.code];
+    const payload: Record<string, unknown> = { code: err.code, message: err.message };
+    if (err.resetAt !== undefined) {
+      payload.resetAt = err.resetAt;
+      res.setHeader('retry-after', String(Math.max(1, Math.ceil((err.resetAt - engine.now()) / 1000))));
+    }
+    json(res, status, { error: payload });
+  }
+  return true;
+};
+
+function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new QuaysideError('payload_too_large', `a request body is at most ${MAX_BODY} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (text.trim() === '') return resolve({});
+      try {
+        const v = JSON.parse(text);
+        if (typeof v !== 'object' || v === null || Array.isArray(v)) return reject(invalid('the request body must be a JSON object'));
+        resolve(v);
+      } catch (e) {
+        reject(invalid(`the request body is not JSON: ${(e as Error).message}`));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+// ---------------------------------------------------------------- helpers
+
+async function queueById(c: Ctx, id: string): Promise<QueueInfo> {
+  const q = await c.engine.getQueue({ id: decodeURIComponent(id) }, c.actor);
+  if (q.dialect !== 'env') throw new QuaysideError('not_found', `queue ${id} not found`);
+  return q;
+}
+
+const ref = (q: QueueInfo) => ({ namespace: q.namespace, queue: q.name });
+
+function num(v: unknown, name: string, min: number, max: number): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v) || v < min || v > max) throw invalid(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** Product settings → engine policy fields. */
+function policyFrom(b: Record<string, unknown>): Partial<QueuePolicy> {
+  const p: Partial<QueuePolicy> = {};
+  const retries = num(b.maxRetries, 'maxRetries', 0, 100);
+  if (retries !== undefined) p.maxDeliveries = retries + 1;
+  if (b.maxDepth !== undefined) p.maxDepth = b.maxDepth === null ? null : num(b.maxDepth, 'maxDepth', 1, 1e9)!;
+  if (b.maxBytes !== undefined) p.maxBytes = b.maxBytes === null ? null : num(b.maxBytes, 'maxBytes', 1, 1e15)!;
+  const retention = num(b.retentionSeconds, 'retentionSeconds', 60, ENV_MAX_RETENTION_S);
+  if (retention !== undefined) {
+    p.maxMessageAgeMs = retention * 1000;
+    p.deadRetentionMs = retention * 1000;
+  }
+  const vis = num(b.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
+  if (vis !== undefined) p.leaseMs = vis;
+  return p;
+}
+
+const SETTINGS = ['maxRetries', 'maxDepth', 'maxBytes', 'retentionSeconds', 'visibilityMs'];
+
+function onlyKnown(b: Record<string, unknown>, allowed: string[]): void {
+  for (const k of Object.keys(b)) if (!allowed.includes(k)) throw invalid(`unknown field "${k}"; expected ${allowed.join(', ')}`);
+}
+
+function sendInput(m: Record<string, unknown>, at = '') {
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid(`${at || 'message'} must be an object`);
+  onlyKnown(m, ['body', 'contentType', 'delaySeconds', 'attributes', 'dedupId']);
+  if (!('body' in m)) throw invalid(`${at}body is missing`);
+  const delay = num(m.delaySeconds, `${at}delaySeconds`, 0, 43200);
+  return {
+    body: m.body,
+    contentType: m.contentType as string | undefined,
+    delayMs: delay === undefined ? undefined : delay * 1000,
+    attributes: m.attributes as Record<string, unknown> | undefined,
+    dedupeKey: m.dedupId as string | undefined,
+  };
+}
+
+// ---------------------------------------------------------------- routes
+
+async function createQueue(c: Ctx): Promise<[number, unknown]> {
+  onlyKnown(c.body, ['project', 'environment', 'slug', ...SETTINGS]);
+  const namespace = envNamespace(c.body.project, c.body.environment);
+  const q = await c.engine.createQueue({ namespace, queue: c.body.slug as string, dialect: 'env', policy: policyFrom(c.body) }, c.actor);
+  return [201, envQueueView(q)];
+}
+
+async function listQueues(c: Ctx): Promise<[number, unknown]> {
+  const project = c.query.get('project');
+  const environment = c.query.get('environment');
+  const namespace = project !== null || environment !== null ? envNamespace(project, environment) : undefined;
+  const { queues } = await c.engine.listQueues({ namespace, dialect: 'env' }, c.actor);
+  return [200, { queues: queues.map(envQueueView) }];
+}
+
+async function getQueue(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  const q = await queueById(c, m[1]);
+  const stats = await c.engine.stats(ref(q), c.actor);
+  return [200, { ...envQueueView(q), lag_history: stats.lagHistory }];
+}
+
+async function patchQueue(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  onlyKnown(c.body, SETTINGS);
+  const q = await queueById(c, m[1]);
+  return [200, envQueueView(await c.engine.configureQueue({ ...ref(q), policy: policyFrom(c.body) }, c.actor))];
+}
+
+async function deleteQueue(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  const q = await queueById(c, m[1]);
+  return [200, await c.engine.deleteQueue(ref(q), c.actor)];
+}
+
+async function putConsumer(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  onlyKnown(c.body, ['appId', 'maxBatchSize', 'maxBatchTimeoutMs', 'maxConcurrency', 'visibilityMs']);
+  if (!('appId' in c.body)) throw invalid('appId is required (null makes it a pull queue)');
+  const q = await queueById(c, m[1]);
+  const consumer = c.body.appId === null ? null : c.body;
+  return [200, envQueueView(await c.engine.setConsumer({ ...ref(q), consumer }, c.actor))];
+}
+
+async function sendMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  const q = await queueById(c, m[1]);
+  if ('messages' in c.body) {
+    onlyKnown(c.body, ['messages']);
+    if (!Array.isArray(c.body.messages)) throw invalid('messages must be an array');
+    const messages = c.body.messages.map((x, i) => sendInput(x as Record<string, unknown>, `messages[${i}].`));
+    const r = await c.engine.pushBatch({ ...ref(q), messages }, c.actor);
+    return [201, { ids: r.results.map((x) => x.id) }];
+  }
+  const r = await c.engine.push({ ...ref(q), ...sendInput(c.body) }, c.actor);
+  return [201, { id: r.id }];
+}
+
+async function peekMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  const q = await queueById(c, m[1]);
+  const failed = ['1', 'true'].includes(c.query.get('failed') ?? '');
+  const limitText = c.query.get('limit');
+  const limit = limitText === null ? 100 : Number(limitText);
+  const cursor = c.query.get('cursor') ?? undefined;
+  const page = await c.engine.peek({ ...ref(q), states: failed ? ['dead'] : ['ready', 'delayed', 'leased'], limit, cursor }, c.actor);
+  return [200, {
+    messages: page.messages.map((x) => ({
+      id: x.id, body: x.body, state: failed ? 'failed' : x.state, attempts: x.attempts, attributes: x.attributes ?? {},
+      contentType: x.contentType ?? 'json', timestamp: x.enqueuedAt, visibleAt: x.visibleAt, leaseExpiresAt: x.leaseUntil,
+      ...(failed ? { failedAt: x.deadAt, reason: x.deadReason, lastError: x.lastError } : {}),
+    })),
+    total: page.total,
+    next: page.next,
+  }];
+}
+
+async function receive(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  onlyKnown(c.body, ['max', 'visibilityMs']);
+  const q = await queueById(c, m[1]);
+  const max = num(c.body.max, 'max', 1, 100) ?? 10;
+  const leaseMs = num(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
+  const { messages } = await c.engine.pull({ ...ref(q), max, leaseMs }, c.actor);
+  return [200, {
+    messages: messages.map((x) => ({
+      id: x.id, body: x.body, attempts: x.attempts, attributes: x.attributes ?? {}, contentType: x.contentType ?? 'json',
+      timestamp: x.enqueuedAt, leaseId: x.receipt, leaseExpiresAt: x.leaseUntil,
+    })),
+  }];
+}
+
+async function ackRetry(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  onlyKnown(c.body, ['acks', 'retries']);
+  await queueById(c, m[1]);
+  const acks = c.body.acks ?? [];
+  const retries = c.body.retries ?? [];
+  if (!Array.isArray(acks) || !acks.every((a) => typeof a === 'string')) throw invalid('acks must be an array of leaseIds');
+  if (!Array.isArray(retries)) throw invalid('retries must be an array of { leaseId, delaySeconds? }');
+  const parsed = retries.map((r, i) => {
+    if (typeof r !== 'object' || r === null || typeof (r as { leaseId?: unknown }).leaseId !== 'string') throw invalid(`retries[${i}].leaseId must be a string`);
+    const d = num((r as { delaySeconds?: unknown }).delaySeconds, `retries[${i}].delaySeconds`, 0, 43200);
+    return { receipt: (r as { leaseId: string }).leaseId, delayMs: d === undefined ? undefined : d * 1000 };
+  });
+  const a = acks.length ? await c.engine.ackBatch({ receipts: acks }, c.actor) : { acked: 0, stale: 0 };
+  let retried = 0;
+  let stale = a.stale;
+  for (const r of parsed) {
+    if ((await c.engine.nack(r, c.actor)).ok) retried++;
+    else stale++;
+  }
+  return [200, { acked: a.acked, retried, stale }];
+}
+
+async function extend(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  onlyKnown(c.body, ['leaseId', 'visibilityMs']);
+  await queueById(c, m[1]);
+  if (typeof c.body.leaseId !== 'string') throw invalid('leaseId must be a string');
+  const leaseMs = num(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
+  if (leaseMs === undefined) throw invalid('visibilityMs is required');
+  const r = await c.engine.extend({ receipt: c.body.leaseId, leaseMs }, c.actor);
+  if (!r.ok) throw new QuaysideError('conflict', 'the lease has ended or was never valid; nothing was extended');
+  return [200, { leaseExpiresAt: r.leaseUntil }];
+}
+
+async function retryFailed(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  onlyKnown(c.body, ['max']);
+  const q = await queueById(c, m[1]);
+  const max = num(c.body.max, 'max', 1, 100000) ?? 100;
+  const r = await c.engine.replay({ ...ref(q), max }, c.actor);
+  return [200, { retried: r.replayed }];
+}
+
+async function purge(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
+  onlyKnown(c.body, ['confirm', 'failed']);
+  const q = await queueById(c, m[1]);
+  if (c.body.confirm !== q.name) throw invalid(`confirm must be the queue's slug ("${q.name}"); nothing was purged`);
+  if (c.body.failed !== undefined && typeof c.body.failed !== 'boolean') throw invalid('failed must be true or false');
+  const r = c.body.failed ? await c.engine.purgeDead(ref(q), c.actor) : await c.engine.purge({ ...ref(q), confirm: q.name }, c.actor);
+  return [200, r];
+}

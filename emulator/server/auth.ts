@@ -1,0 +1,40 @@
+import { QuaysideError } from '../errors';
+import type { Engine } from '../engine/engine';
+import type { Access, OpName } from '../protocol';
+
+/** Looks a token up; a missing or unknown token is `unauthorized`. */
+export function resolveToken(engine: Engine, token: unknown): { name: string; access: Access; namespace: string | null } {
+  if (typeof token !== 'string' || token.length === 0) throw new QuaysideError('unauthorized', 'a token is required (QUAYSIDE_TOKEN, or the one `quayside start` printed)');
+  const who = token.length <= 200 ? engine.lookupToken(token) : null;
+  if (!who) throw new QuaysideError('unauthorized', 'the token is not known to this emulator');
+  return who;
+}
+
+/** Read-only tokens may list, peek and read stats; everything else needs read-write. */
+export function authorize(access: Access, op: OpName, readOps: ReadonlySet<OpName>): void {
+  if (access === 'readwrite' || readOps.has(op)) return;
+  throw new QuaysideError('forbidden', `a read-only token cannot call "${op}"`);
+}
+
+/** Bearer token from an HTTP Authorization header. */
+export function bearer(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1] : undefined;
+}
+
+/**
+ * A WebSocket upgrade from a web page carries its Origin; a page in the user's browser must not
+ * reach the emulator. Node clients and the extension host send no Origin.
+ */
+export function originAllowed(origin: string | undefined): boolean {
+  if (origin === undefined || origin === '') return true;
+  return /^vscode-(webview|file):\/\//.test(origin);
+}
+
+/** Guards against DNS rebinding: the Host must name a loopback address (or the bound host). */
+export function hostAllowed(host: string | undefined, boundHost: string): boolean {
+  if (!host) return true;
+  const h = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '127.0.0.1' || h === '::1' || h === boundHost.toLowerCase() || boundHost === '0.0.0.0' || boundHost === '::';
+}

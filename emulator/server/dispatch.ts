@@ -1,0 +1,169 @@
+import { QuaysideError, invalid } from '../errors';
+import type { Actor, Engine } from '../engine/engine';
+import { PROTOCOL_VERSION, READ_OPS, OP_NAMES, LIMITS, type Access, type OpName, type ResponseFrame, type ServerEvent, type WireError } from '../protocol';
+import { authorize, resolveToken } from './auth';
+
+/** One client's state: who it is, what it subscribed to, its consumers and its held requests. */
+export class Session {
+  actor: Actor | null = null;
+  access: Access | null = null;
+  subscriptions = new Map<string, { namespace?: string; queue?: string }>();
+  consumers = new Set<string>();
+  held = new Map<number | string, AbortController>();
+  inFlight = 0;
+  private seq = 0;
+  constructor(readonly emit: (e: ServerEvent) => void, readonly clientName = 'client') {}
+  nextSubscription(): string {
+    return `s_${++this.seq}`;
+  }
+}
+
+type Handler = (engine: Engine, s: Session, args: Record<string, unknown>, id: number | string) => Promise<unknown>;
+
+const opt = (v: unknown) => (v === undefined || v === null ? undefined : v);
+
+/** Every operation of the protocol, mapped onto the engine. No product naming lives here. */
+const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
+  'queue.create': (e, s, a) => e.createQueue(a as never, s.actor!),
+  'queue.configure': (e, s, a) => e.configureQueue(a as never, s.actor!),
+  'queue.delete': (e, s, a) => e.deleteQueue(a as never, s.actor!),
+  'queue.get': (e, s, a) => e.getQueue(a as never, s.actor!),
+  'queue.list': (e, s, a) => e.listQueues(a, s.actor!),
+  'namespace.list': (e, s) => e.listNamespaces(s.actor!),
+  'namespace.configure': (e, s, a) => e.configureNamespace(a as never, s.actor!),
+  push: (e, s, a) => e.push(a as never, s.actor!),
+  'push.batch': (e, s, a) => e.pushBatch(a as never, s.actor!),
+  pull: async (e, s, a, id) => {
+    const wait = typeof a.waitMs === 'number' && a.waitMs > 0;
+    if (!wait) return e.pull(a as never, s.actor!);
+    if (s.held.size >= LIMITS.maxWaitingPullsPerConnection) throw new QuaysideError('limit_exceeded', `at most ${LIMITS.maxWaitingPullsPerConnection} waiting pulls per connection`);
+    const ac = new AbortController();
+    s.held.set(id, ac);
+    try {
+      return await e.pull(a as never, s.actor!, ac.signal);
+    } finally {
+      s.held.delete(id);
+    }
+  },
+  ack: (e, s, a) => e.ack(a as never, s.actor!),
+  'ack.batch': (e, s, a) => e.ackBatch(a as never, s.actor!),
+  nack: (e, s, a) => e.nack(a as never, s.actor!),
+  extend: (e, s, a) => e.extend(a as never, s.actor!),
+  peek: (e, s, a) => e.peek(a as never, s.actor!),
+  'message.get': (e, s, a) => e.getMessage(a as never, s.actor!),
+  'dead.list': (e, s, a) => e.deadList(a as never, s.actor!),
+  'dead.replay': (e, s, a) => e.replay(a as never, s.actor!),
+  'dead.purge': (e, s, a) => e.purgeDead(a as never, s.actor!),
+  purge: (e, s, a) => e.purge(a as never, s.actor!),
+  stats: (e, s, a) => e.stats(a as never, s.actor!),
+  'audit.list': (e, s, a) => e.auditList(a, s.actor!),
+  subscribe: async (_e, s, a) => {
+    const namespace = opt(a.namespace);
+    const queue = opt(a.queue);
+    if (namespace !== undefined && typeof namespace !== 'string') throw invalid('namespace must be a string');
+    if (queue !== undefined && typeof queue !== 'string') throw invalid('queue must be a string');
+    if (queue !== undefined && namespace === undefined) throw invalid('a queue subscription needs its namespace');
+    const scope = s.actor!.namespace;
+    if (scope !== null && namespace !== undefined && namespace !== scope) throw new QuaysideError('forbidden', `this token is for namespace "${scope}"`);
+    if (s.subscriptions.size >= 256) throw new QuaysideError('limit_exceeded', 'at most 256 subscriptions per connection');
+    const id = s.nextSubscription();
+    s.subscriptions.set(id, { namespace: (namespace as string | undefined) ?? scope ?? undefined, queue: queue as string | undefined });
+    return { subscription: id };
+  },
+  unsubscribe: async (_e, s, a) => ({ ok: s.subscriptions.delete(String(a.subscription)) }),
+  'consumer.set': (e, s, a) => e.setConsumer(a as never, s.actor!),
+  'consumer.attach': async (e, s, a) => {
+    const r = await e.attachConsumer(
+      a as never,
+      (batch, messages) => {
+        const q = messages[0];
+        s.emit({ event: 'deliver', consumer: r.consumer, batch, namespace: q?.namespace ?? String(a.namespace), queue: q?.queue ?? String(a.queue), messages });
+      },
+      s.actor!,
+    );
+    s.consumers.add(r.consumer);
+    return r;
+  },
+  'consumer.done': async (e, s, a) => {
+    if (!s.consumers.has(String(a.consumer))) return { ok: false };
+    return e.consumerDone(a as never);
+  },
+  'consumer.detach': async (e, s, a) => {
+    if (!s.consumers.delete(String(a.consumer))) return { ok: false };
+    return e.detachConsumer(a as never);
+  },
+  'clock.now': async (e) => ({ now: e.now(), mode: e.clock.mode }),
+  'clock.advance': async (e, _s, a) => ({ now: await e.advance(a.ms) }),
+  cancel: async (_e, s, a) => {
+    const ac = s.held.get(a.request as number | string);
+    if (!ac) return { ok: false };
+    ac.abort();
+    return { ok: true };
+  },
+  'token.create': async (e, s, a) => {
+    if (a.access !== 'read' && a.access !== 'readwrite') throw invalid('access must be "read" or "readwrite"');
+    const ns = opt(a.namespace);
+    if (ns !== undefined && (typeof ns !== 'string' || ns.length === 0 || ns.length > 200)) throw invalid('namespace must be a non-empty string');
+    const scope = s.actor!.namespace;
+    if (scope !== null && ns !== scope) throw new QuaysideError('forbidden', `this token can only create tokens for namespace "${scope}"`);
+    const name = opt(a.name) ?? `${a.access}${ns ? ':' + ns : ''}`;
+    if (typeof name !== 'string' || name.length > 200) throw invalid('name must be a string of at most 200 characters');
+    return { token: await e.createToken(a.access, (ns as string | undefined) ?? null, name) };
+  },
+};
+
+const KNOWN = new Set<string>(OP_NAMES);
+
+function wireError(e: unknown): WireError {
+  if (e instanceof QuaysideError) return e.toWire();
+  return { code: 'internal', message: `internal error: ${(e as Error)?.message ?? String(e)}` };
+}
+
+/** Checks one decoded frame and runs it. Never throws: every failure is an error frame. */
+export async function dispatch(engine: Engine, s: Session, frame: unknown): Promise<ResponseFrame> {
+  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) {
+    return { id: null, ok: false, error: { code: 'invalid_argument', message: 'a frame must be a JSON object { id, op, args }' } };
+  }
+  const f = frame as Record<string, unknown>;
+  const id = f.id;
+  if ((typeof id !== 'number' || !Number.isSafeInteger(id)) && (typeof id !== 'string' || id.length === 0 || id.length > 64)) {
+    return { id: null, ok: false, error: { code: 'invalid_argument', message: 'id must be a safe integer or a string of 1 to 64 characters' } };
+  }
+  try {
+    if (typeof f.op !== 'string') throw invalid('op must be a string');
+    const op = f.op;
+    if (!KNOWN.has(op)) throw invalid(`unknown operation "${op.slice(0, 60)}"`);
+    const args = f.args === undefined || f.args === null ? {} : f.args;
+    if (typeof args !== 'object' || Array.isArray(args)) throw invalid('args must be an object');
+    const a = args as Record<string, unknown>;
+    if (op === 'hello') return { id, ok: true, result: hello(engine, s, a) };
+    if (!s.actor || !s.access) throw new QuaysideError('unauthorized', 'send hello with a token first');
+    authorize(s.access, op as OpName, READ_OPS);
+    const result = await HANDLERS[op as Exclude<OpName, 'hello'>](engine, s, a, id);
+    return { id, ok: true, result };
+  } catch (e) {
+    return { id, ok: false, error: wireError(e) };
+  }
+}
+
+function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
+  if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${String(a.version)}; this emulator speaks ${PROTOCOL_VERSION}`);
+  const who = resolveToken(engine, a.token);
+  s.actor = { name: who.name, namespace: who.namespace };
+  s.access = who.access;
+  return { version: PROTOCOL_VERSION, server: 'quayside', clock: engine.clock.mode, now: engine.now(), access: who.access, namespace: who.namespace };
+}
+
+/** Releases what a session held when its connection ends. */
+export function endSession(engine: Engine, s: Session): void {
+  for (const ac of s.held.values()) ac.abort();
+  s.held.clear();
+  for (const c of s.consumers) void engine.detachConsumer({ consumer: c }).catch(() => {});
+  s.consumers.clear();
+  s.subscriptions.clear();
+}
+
+/** Does a change in (namespace, queue) match a subscription? */
+export function matches(sub: { namespace?: string; queue?: string }, namespace: string, queue: string): boolean {
+  return (sub.namespace === undefined || sub.namespace === namespace) && (sub.queue === undefined || sub.queue === queue);
+}

@@ -1,0 +1,174 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import type { Engine, ChangeBody } from '../engine/engine';
+import { LIMITS, type ResponseFrame, type ServerEvent } from '../protocol';
+import { hostAllowed, originAllowed } from './auth';
+import { Session, dispatch, endSession, matches } from './dispatch';
+import { metricsText } from './metrics';
+
+/** An HTTP route mounted on the emulator's port; answers true when it handled the request. */
+export type HttpRoute = (req: http.IncomingMessage, res: http.ServerResponse, engine: Engine) => Promise<boolean>;
+
+export interface ServerOptions {
+  engine: Engine;
+  host: string;
+  port: number;
+  routes?: HttpRoute[];
+  log?: (line: string) => void;
+}
+
+/** Above this much unsent data a connection stops being read and change events to it are dropped. */
+const HIGH_WATER = 8 * 1024 * 1024;
+
+/** One port: WebSocket protocol, /healthz, /metrics and mounted HTTP routes. */
+export class QuaysideServer {
+  private readonly http: http.Server;
+  private readonly wss: WebSocketServer;
+  private readonly sessions = new Map<WebSocket, Session>();
+  private readonly offChange: () => void;
+  private readonly engine: Engine;
+  private readonly host: string;
+  private port: number;
+
+  constructor(private readonly opts: ServerOptions) {
+    this.engine = opts.engine;
+    this.host = opts.host;
+    this.port = opts.port;
+    this.http = http.createServer((req, res) => void this.onHttp(req, res));
+    this.http.keepAliveTimeout = 5000;
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.maxFrameBytes * 2, perMessageDeflate: false });
+    this.http.on('upgrade', (req, socket, head) => {
+      const refuse = (status: number, text: string) => {
+        socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      };
+      if (!originAllowed(req.headers.origin)) return refuse(403, 'Forbidden');
+      if (!hostAllowed(req.headers.host, this.host)) return refuse(403, 'Forbidden');
+      if (this.sessions.size >= LIMITS.maxConnections) return refuse(503, 'Service Unavailable');
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws));
+    });
+    this.offChange = this.engine.onChange((e) => this.broadcast(e));
+  }
+
+  listen(): Promise<{ host: string; port: number }> {
+    return new Promise((resolve, reject) => {
+      const onError = (e: Error) => reject(e);
+      this.http.once('error', onError);
+      this.http.listen(this.port, this.host, () => {
+        this.http.off('error', onError);
+        this.port = (this.http.address() as AddressInfo).port;
+        resolve({ host: this.host, port: this.port });
+      });
+    });
+  }
+
+  get address(): { host: string; port: number } {
+    return { host: this.host, port: this.port };
+  }
+
+  private onConnection(ws: WebSocket): void {
+    const session = new Session((e) => this.send(ws, e, false));
+    this.sessions.set(ws, session);
+    ws.on('message', (data, isBinary) => this.onFrame(ws, session, data, isBinary));
+    ws.on('close', () => {
+      this.sessions.delete(ws);
+      endSession(this.engine, session);
+    });
+    ws.on('error', () => ws.terminate());
+  }
+
+  private onFrame(ws: WebSocket, s: Session, data: RawData, isBinary: boolean): void {
+    const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer).byteLength;
+    if (size > LIMITS.maxFrameBytes) {
+      this.reply(ws, s, { id: null, ok: false, error: { code: 'payload_too_large', message: `a frame is at most ${LIMITS.maxFrameBytes} bytes; this one was ${size}` } });
+      return;
+    }
+    if (isBinary) {
+      this.reply(ws, s, { id: null, ok: false, error: { code: 'invalid_argument', message: 'frames are JSON text, not binary' } });
+      return;
+    }
+    let frame: unknown;
+    try {
+      frame = JSON.parse(data.toString());
+    } catch (e) {
+      this.reply(ws, s, { id: null, ok: false, error: { code: 'invalid_argument', message: `the frame is not JSON: ${(e as Error).message}` } });
+      return;
+    }
+    if (s.inFlight >= LIMITS.maxInFlightPerConnection) {
+      const id = (frame as { id?: unknown })?.id;
+      this.reply(ws, s, { id: typeof id === 'number' || typeof id === 'string' ? id : null, ok: false, error: { code: 'limit_exceeded', message: `at most ${LIMITS.maxInFlightPerConnection} requests in flight per connection` } });
+      return;
+    }
+    s.inFlight++;
+    void dispatch(this.engine, s, frame).then((r) => {
+      s.inFlight--;
+      this.reply(ws, s, r);
+    });
+  }
+
+  private reply(ws: WebSocket, _s: Session, frame: ResponseFrame): void {
+    this.send(ws, frame, true);
+  }
+
+  /** Answers always go out; events are dropped for a connection that does not read (backpressure). */
+  private send(ws: WebSocket, frame: ResponseFrame | ServerEvent, essential: boolean): void {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    if (!essential && ws.bufferedAmount > HIGH_WATER && (frame as ServerEvent).event === 'change') return;
+    ws.send(JSON.stringify(frame));
+    if (ws.bufferedAmount > HIGH_WATER) this.pause(ws);
+  }
+
+  /** Stops reading a connection until what we owe it has drained. */
+  private pause(ws: WebSocket): void {
+    const sock = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
+    if (!sock || sock.isPaused()) return;
+    sock.pause();
+    sock.once('drain', () => sock.resume());
+  }
+
+  private broadcast(e: ChangeBody): void {
+    for (const [ws, s] of this.sessions) {
+      for (const [id, sub] of s.subscriptions) {
+        if (matches(sub, e.namespace, e.queue)) this.send(ws, { event: 'change', subscription: id, ...e }, false);
+      }
+    }
+  }
+
+  private async onHttp(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    try {
+      if (!hostAllowed(req.headers.host, this.host)) return json(res, 403, { error: { code: 'forbidden', message: 'unexpected Host header' } });
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      if (req.method === 'GET' && url.pathname === '/healthz') {
+        return json(res, 200, { ok: true, clock: this.engine.clock.mode, now: this.engine.now(), connections: this.sessions.size });
+      }
+      if (req.method === 'GET' && url.pathname === '/metrics') {
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+        res.end(await metricsText(this.engine));
+        return;
+      }
+      for (const route of this.opts.routes ?? []) if (await route(req, res, this.engine)) return;
+      json(res, 404, { error: { code: 'not_found', message: `no route for ${req.method} ${url.pathname}` } });
+    } catch (e) {
+      if (!res.headersSent) json(res, 500, { error: { code: 'internal', message: (e as Error).message } });
+      else res.end();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.offChange();
+    for (const [ws, s] of this.sessions) {
+      endSession(this.engine, s);
+      ws.terminate();
+    }
+    this.sessions.clear();
+    this.wss.close();
+    this.http.closeAllConnections?.();
+    await new Promise<void>((r) => this.http.close(() => r()));
+  }
+}
+
+export function json(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}

@@ -1,0 +1,96 @@
+// The SQLite schema and its migrations. Each migration runs once, in order, inside a transaction;
+// `user_version` records how far a file has come.
+
+export const APPLICATION_ID = 0x51594431; // "QYD1": marks a file as a Quayside database
+
+export const MIGRATIONS: string[] = [
+  // 1: the first schema
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+
+  CREATE TABLE queues (
+    id          INTEGER PRIMARY KEY,
+    pub_id      TEXT NOT NULL UNIQUE,
+    ns          TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    dialect     TEXT NOT NULL,
+    policy      TEXT NOT NULL,
+    consumer    TEXT,
+    created_at  INTEGER NOT NULL,
+    -- counts kept by the same transactions that move messages, so they are never out of step
+    n_waiting   INTEGER NOT NULL DEFAULT 0,
+    n_leased    INTEGER NOT NULL DEFAULT 0,
+    n_dead      INTEGER NOT NULL DEFAULT 0,
+    live_bytes  INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (ns, name)
+  );
+
+  -- state: 0 waiting (ready or delayed by visible_at), 1 leased, 2 dead
+  CREATE TABLE messages (
+    id          INTEGER PRIMARY KEY,
+    queue_id    INTEGER NOT NULL,
+    state       INTEGER NOT NULL,
+    visible_at  INTEGER NOT NULL,
+    lease_until INTEGER,
+    lease_token INTEGER,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    enqueued_at INTEGER NOT NULL,
+    expires_at  INTEGER,
+    body        TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    extra       TEXT,
+    dead_at     INTEGER,
+    dead_reason TEXT,
+    last_error  TEXT
+  );
+  CREATE INDEX msg_ready  ON messages (queue_id, visible_at, id) WHERE state = 0;
+  CREATE INDEX msg_lease  ON messages (lease_until) WHERE state = 1;
+  CREATE INDEX msg_expiry ON messages (expires_at) WHERE expires_at IS NOT NULL;
+  CREATE INDEX msg_queue  ON messages (queue_id, state, id);
+  CREATE INDEX msg_dead   ON messages (queue_id, dead_at, id) WHERE state = 2;
+
+  CREATE TABLE dedupe (
+    queue_id   INTEGER NOT NULL,
+    key        TEXT NOT NULL,
+    message_id INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, key)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE namespaces (
+    ns          TEXT PRIMARY KEY,
+    daily_quota INTEGER,
+    day         INTEGER NOT NULL DEFAULT 0,
+    used        INTEGER NOT NULL DEFAULT 0
+  ) WITHOUT ROWID;
+
+  CREATE TABLE audit (
+    id     INTEGER PRIMARY KEY,
+    at     INTEGER NOT NULL,
+    token  TEXT NOT NULL,
+    ns     TEXT NOT NULL,
+    queue  TEXT NOT NULL,
+    action TEXT NOT NULL,
+    count  INTEGER NOT NULL,
+    detail TEXT
+  );
+
+  CREATE TABLE lag (
+    queue_id    INTEGER NOT NULL,
+    start       INTEGER NOT NULL,
+    peak_depth  INTEGER NOT NULL,
+    max_wait_ms INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, start)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE tokens (
+    token      TEXT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    access     TEXT NOT NULL,
+    ns         TEXT,
+    created_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,0 +1,543 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './schema';
+
+// The only module with SQL. Each exported method is one atomic transition of the queue state
+// machine: the engine calls them inside its group-commit transaction and never writes SQL.
+
+export const WAITING = 0;
+export const LEASED = 1;
+export const DEAD = 2;
+
+export interface QueueRow {
+  id: number;
+  pub_id: string;
+  ns: string;
+  name: string;
+  dialect: string;
+  policy: string;
+  consumer: string | null;
+  created_at: number;
+  n_waiting: number;
+  n_leased: number;
+  n_dead: number;
+  live_bytes: number;
+}
+
+export interface MessageRow {
+  id: number;
+  queue_id: number;
+  state: number;
+  visible_at: number;
+  lease_until: number | null;
+  lease_token: number | null;
+  attempts: number;
+  enqueued_at: number;
+  expires_at: number | null;
+  body: string;
+  size: number;
+  extra: string | null;
+  dead_at: number | null;
+  dead_reason: string | null;
+  last_error: string | null;
+}
+
+export interface NewMessage {
+  body: string;
+  size: number;
+  visibleAt: number;
+  expiresAt: number | null;
+  extra: string | null;
+  dedupeKey: string | null;
+  dedupeUntil: number;
+}
+
+export interface DueRow {
+  id: number;
+  queue_id: number;
+  state: number;
+  attempts: number;
+  lease_until: number | null;
+  size: number;
+}
+
+export type StoreOpenProblem = 'not_quayside' | 'corrupt' | 'newer_version' | 'unwritable';
+
+export class StoreOpenError extends Error {
+  constructor(readonly problem: StoreOpenProblem, message: string) {
+    super(message);
+    this.name = 'StoreOpenError';
+  }
+}
+
+export interface StoreOptions {
+  /** A directory holding `quayside.db`, or null for an in-memory database. */
+  dataDir: string | null;
+  durability?: 'normal' | 'full';
+}
+
+export const DB_FILE = 'quayside.db';
+
+export class Store {
+  readonly db: Database.Database;
+  readonly file: string | null;
+  private s: ReturnType<Store['prepare']>;
+
+  constructor(opts: StoreOptions) {
+    this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
+    this.db = Store.openDatabase(opts.dataDir, this.file);
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${opts.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+      this.db.pragma('foreign_keys = OFF');
+      this.db.pragma('cache_size = -32000');
+      this.db.pragma('temp_store = MEMORY');
+      this.migrate();
+      this.s = this.prepare();
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
+  }
+
+  private static openDatabase(dataDir: string | null, file: string | null): Database.Database {
+    if (!dataDir || !file) return new Database(':memory:');
+    try {
+      fs.mkdirSync(dataDir, { recursive: true });
+      fs.accessSync(dataDir, fs.constants.W_OK);
+    } catch (e) {
+      throw new StoreOpenError('unwritable', `the data directory ${dataDir} cannot be written: ${(e as Error).message}`);
+    }
+    const existed = fs.existsSync(file) && fs.statSync(file).size > 0;
+    if (existed) {
+      // Read the header ourselves before SQLite touches the file, so a foreign file is left as it was.
+      const fd = fs.openSync(file, 'r');
+      const header = Buffer.alloc(100);
+      fs.readSync(fd, header, 0, 100, 0);
+      fs.closeSync(fd);
+      if (header.toString('latin1', 0, 16) !== 'SQLite format 3\u0000') {
+        throw new StoreOpenError('not_quayside', `${file} is not a Quayside database (not an SQLite file); move it away or choose another data directory`);
+      }
+      const appId = header.readUInt32BE(68);
+      if (appId !== APPLICATION_ID) {
+        throw new StoreOpenError('not_quayside', `${file} is an SQLite database of another program, not Quayside's; move it away or choose another data directory`);
+      }
+    }
+    let db: Database.Database;
+    try {
+      db = new Database(file);
+    } catch (e) {
+      throw new StoreOpenError('corrupt', `cannot open ${file}: ${(e as Error).message}`);
+    }
+    if (existed) {
+      try {
+        const rows = db.pragma('quick_check') as { quick_check: string }[];
+        const verdict = rows.map((r) => r.quick_check).join('; ');
+        if (verdict !== 'ok') throw new Error(verdict);
+      } catch (e) {
+        db.close();
+        throw new StoreOpenError('corrupt', `${file} is damaged (${(e as Error).message}); restore it from a copy or move it away`);
+      }
+    }
+    return db;
+  }
+
+  private migrate(): void {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version > SCHEMA_VERSION) {
+      throw new StoreOpenError('newer_version', `the database was written by a newer Quayside (schema ${version}, this one knows ${SCHEMA_VERSION}); upgrade Quayside`);
+    }
+    if (version === SCHEMA_VERSION) return;
+    this.db.transaction(() => {
+      for (let v = version; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]);
+      this.db.pragma(`application_id = ${APPLICATION_ID}`);
+      this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    })();
+  }
+
+  private prepare() {
+    const d = this.db;
+    return {
+      metaGet: d.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
+      metaSet: d.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
+
+      queueByName: d.prepare<[string, string], QueueRow>('SELECT * FROM queues WHERE ns = ? AND name = ?'),
+      queueByPubId: d.prepare<[string], QueueRow>('SELECT * FROM queues WHERE pub_id = ?'),
+      queueById: d.prepare<[number], QueueRow>('SELECT * FROM queues WHERE id = ?'),
+      queuesAll: d.prepare<[], QueueRow>('SELECT * FROM queues ORDER BY ns, name'),
+      queuesInNs: d.prepare<[string], QueueRow>('SELECT * FROM queues WHERE ns = ? ORDER BY name'),
+      queueInsert: d.prepare('INSERT INTO queues (pub_id, ns, name, dialect, policy, consumer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      queuePolicy: d.prepare('UPDATE queues SET policy = ? WHERE id = ?'),
+      queueConsumer: d.prepare('UPDATE queues SET consumer = ? WHERE id = ?'),
+      queueDelete: d.prepare('DELETE FROM queues WHERE id = ?'),
+      queueCounts: d.prepare('UPDATE queues SET n_waiting = n_waiting + ?, n_leased = n_leased + ?, n_dead = n_dead + ?, live_bytes = live_bytes + ? WHERE id = ?'),
+      queueMessagesDelete: d.prepare('DELETE FROM messages WHERE queue_id = ?'),
+      queueDedupeDelete: d.prepare('DELETE FROM dedupe WHERE queue_id = ?'),
+      queueLagDelete: d.prepare('DELETE FROM lag WHERE queue_id = ?'),
+
+      dedupeGet: d.prepare<[number, string], { message_id: number; expires_at: number }>('SELECT message_id, expires_at FROM dedupe WHERE queue_id = ? AND key = ?'),
+      dedupePut: d.prepare('INSERT INTO dedupe (queue_id, key, message_id, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (queue_id, key) DO UPDATE SET message_id = excluded.message_id, expires_at = excluded.expires_at'),
+      dedupeSweep: d.prepare('DELETE FROM dedupe WHERE expires_at <= ?'),
+
+      insert: d.prepare('INSERT INTO messages (queue_id, state, visible_at, attempts, enqueued_at, expires_at, body, size, extra) VALUES (?, 0, ?, 0, ?, ?, ?, ?, ?)'),
+
+      claim: d.prepare<[number, number, number, number, number], MessageRow>(
+        `UPDATE messages SET state = 1, attempts = attempts + 1, lease_token = ?, lease_until = ?
+         WHERE id IN (SELECT id FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? ORDER BY visible_at, id LIMIT ?)
+         RETURNING *`,
+      ),
+      // A receipt is good only for its own delivery and only until its lease ends.
+      leasedRow: d.prepare<[number, number, number], MessageRow>('SELECT * FROM messages WHERE id = ? AND state = 1 AND lease_token = ? AND lease_until > ?'),
+      deleteById: d.prepare('DELETE FROM messages WHERE id = ?'),
+      requeue: d.prepare('UPDATE messages SET state = 0, visible_at = ?, lease_until = NULL, lease_token = NULL, last_error = COALESCE(?, last_error) WHERE id = ?'),
+      toDead: d.prepare('UPDATE messages SET state = 2, lease_until = NULL, lease_token = NULL, dead_at = ?, dead_reason = ?, last_error = COALESCE(?, last_error), expires_at = ? WHERE id = ?'),
+      extend: d.prepare('UPDATE messages SET lease_until = ? WHERE id = ?'),
+
+      nextLease: d.prepare<[], { t: number | null }>('SELECT min(lease_until) AS t FROM messages WHERE state = 1'),
+      nextExpiry: d.prepare<[], { t: number | null }>('SELECT min(expires_at) AS t FROM messages WHERE expires_at IS NOT NULL'),
+      dueLeases: d.prepare<[number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE state = 1 AND lease_until <= ? ORDER BY lease_until LIMIT ?'),
+      dueExpiry: d.prepare<[number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?'),
+      nextDelayed: d.prepare<[number, number], { t: number | null }>('SELECT min(visible_at) AS t FROM messages WHERE queue_id = ? AND state = 0 AND visible_at > ?'),
+      oldestReady: d.prepare<[number, number], { visible_at: number }>('SELECT visible_at FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? ORDER BY visible_at, id LIMIT 1'),
+      countDelayed: d.prepare<[number, number], { n: number }>('SELECT count(*) AS n FROM messages WHERE queue_id = ? AND state = 0 AND visible_at > ?'),
+      readyAtMost: d.prepare<[number, number, number], { n: number }>('SELECT count(*) AS n FROM (SELECT 1 FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? LIMIT ?)'),
+
+      deadOldest: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE queue_id = ? AND state = 2 ORDER BY dead_at, id LIMIT ?'),
+      deadRow: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE id = ? AND queue_id = ? AND state = 2'),
+      replay: d.prepare('UPDATE messages SET state = 0, attempts = 0, visible_at = ?, expires_at = ?, dead_at = NULL, dead_reason = NULL WHERE id = ?'),
+      purgeDeadAll: d.prepare('DELETE FROM messages WHERE queue_id = ? AND state = 2'),
+      purgeLive: d.prepare<[number], { size: number; state: number }>('DELETE FROM messages WHERE queue_id = ? AND state IN (0, 1) RETURNING size, state'),
+
+      messageById: d.prepare<[number, number], MessageRow>('SELECT * FROM messages WHERE id = ? AND queue_id = ?'),
+      deadPage: d.prepare<[number, number, number, number, number], MessageRow>(
+        'SELECT * FROM messages WHERE queue_id = ? AND state = 2 AND (dead_at > ? OR (dead_at = ? AND id > ?)) ORDER BY dead_at, id LIMIT ?',
+      ),
+
+      nsGet: d.prepare<[string], { ns: string; daily_quota: number | null; day: number; used: number }>('SELECT * FROM namespaces WHERE ns = ?'),
+      nsQuota: d.prepare('INSERT INTO namespaces (ns, daily_quota) VALUES (?, ?) ON CONFLICT (ns) DO UPDATE SET daily_quota = excluded.daily_quota'),
+      nsUse: d.prepare('INSERT INTO namespaces (ns, daily_quota, day, used) VALUES (?, NULL, ?, ?) ON CONFLICT (ns) DO UPDATE SET used = CASE WHEN day = excluded.day THEN used + excluded.used ELSE excluded.used END, day = excluded.day'),
+
+      auditInsert: d.prepare('INSERT INTO audit (at, token, ns, queue, action, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+
+      lagGet: d.prepare<[number, number], { peak_depth: number; max_wait_ms: number }>('SELECT peak_depth, max_wait_ms FROM lag WHERE queue_id = ? AND start = ?'),
+      lagPut: d.prepare('INSERT INTO lag (queue_id, start, peak_depth, max_wait_ms) VALUES (?, ?, ?, ?) ON CONFLICT (queue_id, start) DO UPDATE SET peak_depth = max(peak_depth, excluded.peak_depth), max_wait_ms = max(max_wait_ms, excluded.max_wait_ms)'),
+      lagRange: d.prepare<[number, number], { start: number; peak_depth: number; max_wait_ms: number }>('SELECT start, peak_depth, max_wait_ms FROM lag WHERE queue_id = ? AND start >= ? ORDER BY start'),
+      lagBefore: d.prepare<[number, number], { start: number; peak_depth: number; max_wait_ms: number }>('SELECT start, peak_depth, max_wait_ms FROM lag WHERE queue_id = ? AND start < ? ORDER BY start DESC LIMIT 1'),
+      lagSweep: d.prepare('DELETE FROM lag WHERE start < ?'),
+
+      tokenGet: d.prepare<[string], { token: string; name: string; access: string; ns: string | null }>('SELECT * FROM tokens WHERE token = ?'),
+      tokenPut: d.prepare('INSERT OR REPLACE INTO tokens (token, name, access, ns, created_at) VALUES (?, ?, ?, ?, ?)'),
+    };
+  }
+
+  /** Runs `fn` in a transaction (a savepoint when one is already open). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  // ---- meta and tokens
+
+  getMeta(key: string): string | null {
+    return this.s.metaGet.get(key)?.value ?? null;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.s.metaSet.run(key, value);
+  }
+
+  getToken(token: string) {
+    return this.s.tokenGet.get(token) ?? null;
+  }
+
+  putToken(token: string, name: string, access: string, ns: string | null, now: number): void {
+    this.s.tokenPut.run(token, name, access, ns, now);
+  }
+
+  // ---- queues
+
+  queueByName(ns: string, name: string): QueueRow | undefined {
+    return this.s.queueByName.get(ns, name);
+  }
+
+  queueByPubId(pubId: string): QueueRow | undefined {
+    return this.s.queueByPubId.get(pubId);
+  }
+
+  queueById(id: number): QueueRow | undefined {
+    return this.s.queueById.get(id);
+  }
+
+  listQueues(ns?: string): QueueRow[] {
+    return ns === undefined ? this.s.queuesAll.all() : this.s.queuesInNs.all(ns);
+  }
+
+  createQueue(pubId: string, ns: string, name: string, dialect: string, policy: string, consumer: string | null, now: number): QueueRow {
+    const r = this.s.queueInsert.run(pubId, ns, name, dialect, policy, consumer, now);
+    return this.s.queueById.get(Number(r.lastInsertRowid))!;
+  }
+
+  setPolicy(queueId: number, policy: string): void {
+    this.s.queuePolicy.run(policy, queueId);
+  }
+
+  setConsumer(queueId: number, consumer: string | null): void {
+    this.s.queueConsumer.run(consumer, queueId);
+  }
+
+  deleteQueue(queueId: number): void {
+    this.s.queueMessagesDelete.run(queueId);
+    this.s.queueDedupeDelete.run(queueId);
+    this.s.queueLagDelete.run(queueId);
+    this.s.queueDelete.run(queueId);
+  }
+
+  private bump(queueId: number, waiting: number, leased: number, dead: number, bytes: number): void {
+    if (waiting || leased || dead || bytes) this.s.queueCounts.run(waiting, leased, dead, bytes, queueId);
+  }
+
+  // ---- enqueue
+
+  /** A live dedupe owner for `key`, or null. */
+  dedupeOwner(queueId: number, key: string, now: number): number | null {
+    const row = this.s.dedupeGet.get(queueId, key);
+    return row && row.expires_at > now ? row.message_id : null;
+  }
+
+  /** Inserts messages (dedupe already checked by the caller in the same transaction). */
+  enqueue(queueId: number, items: NewMessage[], now: number): number[] {
+    const ids: number[] = [];
+    let bytes = 0;
+    for (const m of items) {
+      const id = Number(this.s.insert.run(queueId, m.visibleAt, now, m.expiresAt, m.body, m.size, m.extra).lastInsertRowid);
+      if (m.dedupeKey !== null) this.s.dedupePut.run(queueId, m.dedupeKey, id, m.dedupeUntil);
+      bytes += m.size;
+      ids.push(id);
+    }
+    this.bump(queueId, items.length, 0, 0, bytes);
+    return ids;
+  }
+
+  // ---- lease and settle
+
+  claim(queueId: number, max: number, now: number, leaseUntil: number, token: number): MessageRow[] {
+    const rows = this.s.claim.all(token, leaseUntil, queueId, now, max);
+    if (rows.length > 1) rows.sort((a, b) => a.visible_at - b.visible_at || a.id - b.id);
+    this.bump(queueId, -rows.length, rows.length, 0, 0);
+    return rows;
+  }
+
+  leased(id: number, token: number, now: number): MessageRow | undefined {
+    return this.s.leasedRow.get(id, token, now);
+  }
+
+  ack(row: MessageRow): void {
+    this.s.deleteById.run(row.id);
+    this.bump(row.queue_id, 0, -1, 0, -row.size);
+  }
+
+  requeue(row: { id: number; queue_id: number }, visibleAt: number, error: string | null): void {
+    this.s.requeue.run(visibleAt, error, row.id);
+    this.bump(row.queue_id, 1, -1, 0, 0);
+  }
+
+  /** Moves a live message (waiting or leased) to the dead letters. */
+  kill(row: { id: number; queue_id: number; state: number; size: number }, now: number, reason: string, error: string | null, deadUntil: number): void {
+    this.s.toDead.run(now, reason, error, deadUntil, row.id);
+    this.bump(row.queue_id, row.state === WAITING ? -1 : 0, row.state === LEASED ? -1 : 0, 1, -row.size);
+  }
+
+  /** Deletes one row of any state (age limit with drop, dead retention). */
+  drop(row: { id: number; queue_id: number; state: number; size: number }): void {
+    this.s.deleteById.run(row.id);
+    const live = row.state !== DEAD;
+    this.bump(row.queue_id, row.state === WAITING ? -1 : 0, row.state === LEASED ? -1 : 0, row.state === DEAD ? -1 : 0, live ? -row.size : 0);
+  }
+
+  extend(id: number, leaseUntil: number): void {
+    this.s.extend.run(leaseUntil, id);
+  }
+
+  // ---- due work
+
+  /** The earliest lease end or expiry across all queues, or null. */
+  nextDue(): number | null {
+    const a = this.s.nextLease.get()?.t ?? null;
+    const b = this.s.nextExpiry.get()?.t ?? null;
+    if (a === null) return b;
+    if (b === null) return a;
+    return Math.min(a, b);
+  }
+
+  nextDelayed(queueId: number, now: number): number | null {
+    return this.s.nextDelayed.get(queueId, now)?.t ?? null;
+  }
+
+  dueLeases(now: number, limit: number): DueRow[] {
+    return this.s.dueLeases.all(now, limit);
+  }
+
+  dueExpiries(now: number, limit: number): DueRow[] {
+    return this.s.dueExpiry.all(now, limit);
+  }
+
+  sweepDedupe(now: number): void {
+    this.s.dedupeSweep.run(now);
+  }
+
+  // ---- dead letters
+
+  replay(queueId: number, ids: number[] | null, max: number, now: number, expiresAt: number | null): number[] {
+    const rows = ids === null ? this.s.deadOldest.all(queueId, max) : ids.map((id) => this.s.deadRow.get(id, queueId)).filter((r): r is { id: number; size: number } => !!r);
+    let bytes = 0;
+    for (const r of rows) {
+      this.s.replay.run(now, expiresAt, r.id);
+      bytes += r.size;
+    }
+    this.bump(queueId, rows.length, 0, -rows.length, bytes);
+    return rows.map((r) => r.id);
+  }
+
+  purgeDead(queueId: number, ids: number[] | null): number[] {
+    if (ids === null) {
+      const all = this.s.deadOldest.all(queueId, -1).map((r) => r.id);
+      this.s.purgeDeadAll.run(queueId);
+      this.bump(queueId, 0, 0, -all.length, 0);
+      return all;
+    }
+    const gone: number[] = [];
+    for (const id of ids) {
+      if (this.s.deadRow.get(id, queueId)) {
+        this.s.deleteById.run(id);
+        gone.push(id);
+      }
+    }
+    this.bump(queueId, 0, 0, -gone.length, 0);
+    return gone;
+  }
+
+  purgeLive(queueId: number): number {
+    const rows = this.s.purgeLive.all(queueId);
+    let waiting = 0;
+    let leased = 0;
+    let bytes = 0;
+    for (const r of rows) {
+      if (r.state === WAITING) waiting++;
+      else leased++;
+      bytes += r.size;
+    }
+    this.bump(queueId, -waiting, -leased, 0, -bytes);
+    return rows.length;
+  }
+
+  // ---- reads
+
+  message(queueId: number, id: number): MessageRow | undefined {
+    return this.s.messageById.get(id, queueId);
+  }
+
+  /** Messages in the chosen states, by id, after `afterId`; `search` matches body text. */
+  peek(queueId: number, states: readonly string[], now: number, afterId: number, limit: number, search: string | null): MessageRow[] {
+    const { where, params } = peekWhere(queueId, states, now, search);
+    params.push(afterId, limit);
+    return this.db.prepare<(number | string)[], MessageRow>(`SELECT * FROM messages WHERE ${where} AND id > ? ORDER BY id LIMIT ?`).all(...params);
+  }
+
+  peekCount(queueId: number, states: readonly string[], now: number, search: string | null): number {
+    const { where, params } = peekWhere(queueId, states, now, search);
+    return this.db.prepare<(number | string)[], { n: number }>(`SELECT count(*) AS n FROM messages WHERE ${where}`).get(...params)!.n;
+  }
+
+  deadPage(queueId: number, afterDeadAt: number, afterId: number, limit: number): MessageRow[] {
+    return this.s.deadPage.all(queueId, afterDeadAt, afterDeadAt, afterId, limit);
+  }
+
+  oldestReadyAt(queueId: number, now: number): number | null {
+    return this.s.oldestReady.get(queueId, now)?.visible_at ?? null;
+  }
+
+  countDelayed(queueId: number, now: number): number {
+    return this.s.countDelayed.get(queueId, now)!.n;
+  }
+
+  /** How many are ready, counting no further than `cap`. */
+  readyAtMost(queueId: number, now: number, cap: number): number {
+    return this.s.readyAtMost.get(queueId, now, cap)!.n;
+  }
+
+  // ---- namespaces and quota
+
+  namespace(ns: string) {
+    return this.s.nsGet.get(ns) ?? null;
+  }
+
+  setQuota(ns: string, quota: number | null): void {
+    this.s.nsQuota.run(ns, quota);
+  }
+
+  useQuota(ns: string, day: number, n: number): void {
+    this.s.nsUse.run(ns, day, n);
+  }
+
+  // ---- audit
+
+  audit(at: number, token: string, ns: string, queue: string, action: string, count: number, detail: string | null): void {
+    this.s.auditInsert.run(at, token, ns, queue, action, count, detail);
+  }
+
+  auditList(ns: string | null, queue: string | null, limit: number) {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (ns !== null) {
+      where.push('ns = ?');
+      params.push(ns);
+    }
+    if (queue !== null) {
+      where.push('queue = ?');
+      params.push(queue);
+    }
+    params.push(limit);
+    const sql = `SELECT * FROM audit ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
+    return this.db.prepare<(string | number)[], { id: number; at: number; token: string; ns: string; queue: string; action: string; count: number; detail: string | null }>(sql).all(...params);
+  }
+
+  // ---- lag history
+
+  lagPeek(queueId: number, start: number) {
+    return this.s.lagGet.get(queueId, start) ?? null;
+  }
+
+  lagRecord(queueId: number, start: number, depth: number, waitMs: number): void {
+    this.s.lagPut.run(queueId, start, depth, waitMs);
+  }
+
+  lagSince(queueId: number, since: number) {
+    return { before: this.s.lagBefore.get(queueId, since) ?? null, rows: this.s.lagRange.all(queueId, since) };
+  }
+
+  lagSweep(before: number): void {
+    this.s.lagSweep.run(before);
+  }
+}
+
+function peekWhere(queueId: number, states: readonly string[], now: number, search: string | null) {
+  const ors: string[] = [];
+  const params: (number | string)[] = [queueId];
+  const ready = states.includes('ready');
+  const delayed = states.includes('delayed');
+  if (ready && delayed) ors.push('state = 0');
+  else if (ready) ors.push('(state = 0 AND visible_at <= ' + Math.floor(now) + ')');
+  else if (delayed) ors.push('(state = 0 AND visible_at > ' + Math.floor(now) + ')');
+  if (states.includes('leased')) ors.push('state = 1');
+  if (states.includes('dead')) ors.push('state = 2');
+  let where = `queue_id = ? AND (${ors.length ? ors.join(' OR ') : '0'})`;
+  if (search) {
+    where += ' AND instr(body, ?) > 0';
+    params.push(search);
+  }
+  return { where, params };
+}
