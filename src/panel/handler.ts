@@ -1,0 +1,509 @@
+// The host side of the queue panel: turns the webview's requests into emulator requests and
+// forwards the queue's change events. No VS Code here: the few things that need the editor
+// (a modal confirmation, a save dialog, a progress notification) come in through `PanelUi`,
+// so this module is unit-tested with a fake Transport and a fake UI.
+
+import type { ChangeEvent, MessageState, MessageView, QueueRef, ServerEvent } from '../../emulator/protocol';
+import type { Transport } from '../../emulator/clients/transport';
+import {
+  ALL_STATES,
+  MAX_PAGE_SIZE,
+  isPanelRequest,
+  type ExportFormat,
+  type HostMessage,
+  type PanelArgs,
+  type PanelError,
+  type PanelErrorCode,
+  type PanelOpName,
+  type PanelResult,
+} from './messages';
+import { validatePushForm } from './validate';
+
+export interface SaveTarget {
+  /** Where it went, for the user (a path). */
+  label: string;
+  write(text: string): Promise<void>;
+}
+
+export interface ProgressReporter {
+  report(done: number, total: number | null): void;
+  readonly cancelled: boolean;
+}
+
+/** What the handler needs from the editor. */
+export interface PanelUi {
+  /** A modal "are you sure": resolves true only when the user picked `action`. */
+  confirm(message: string, detail: string, action: string): Promise<boolean>;
+  /** A save dialog; undefined when the user cancelled. */
+  chooseSaveTarget(opts: { suggestedName: string; format: ExportFormat }): Promise<SaveTarget | undefined>;
+  /** Show progress while `task` runs (a notification in VS Code). */
+  withProgress<T>(title: string, task: (progress: ProgressReporter) => Promise<T>): Promise<T>;
+}
+
+export interface PanelHandlerOptions {
+  ref: QueueRef;
+  /** The transport, or a getter (a restored panel may exist before the emulator is up). */
+  transport: Transport | (() => Transport | undefined);
+  ui: PanelUi;
+  /** Send a message to the webview. */
+  post(message: HostMessage): void;
+  /** Change events within this window are sent as one. Default 200 ms. */
+  debounceMs?: number;
+}
+
+/** Batch sizes for the operations that loop. */
+export const CHUNK = { push: 500, ids: 500, replayAll: 500, exportPage: 500, getConcurrency: 8 } as const;
+
+export class PanelFailure extends Error {
+  constructor(readonly code: PanelErrorCode, message: string) {
+    super(message);
+  }
+}
+
+export function toPanelError(e: unknown): PanelError {
+  if (e && typeof e === 'object' && typeof (e as { code?: unknown }).code === 'string') {
+    const code = (e as { code: string }).code as PanelErrorCode;
+    const message = (e as { message?: unknown }).message;
+    return { code, message: typeof message === 'string' && message ? message : code };
+  }
+  return { code: 'internal', message: e instanceof Error ? e.message : String(e) };
+}
+
+const cancelled = () => new PanelFailure('cancelled', 'Cancelled');
+const bad = (message: string) => new PanelFailure('invalid_argument', message);
+
+function isStringArray(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string');
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function plural(n: number, one: string, many = one + 's'): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+}
+
+export class PanelHandler {
+  readonly ref: QueueRef;
+  private readonly getTransport: () => Transport | undefined;
+  private readonly ui: PanelUi;
+  private readonly post: (m: HostMessage) => void;
+  private readonly debounceMs: number;
+
+  private live: { transport: Transport; offEvent: () => void; offReconnect: () => void; subscription: string | null } | null = null;
+  private pendingChange: { kinds: Set<string>; ids: Set<string>; counts: ChangeEvent['counts']; at: number } | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private disposed = false;
+  private down = false;
+
+  constructor(opts: PanelHandlerOptions) {
+    this.ref = { namespace: opts.ref.namespace, queue: opts.ref.queue };
+    const t = opts.transport;
+    this.getTransport = typeof t === 'function' ? t : () => t;
+    this.ui = opts.ui;
+    this.post = opts.post;
+    this.debounceMs = opts.debounceMs ?? 200;
+  }
+
+  /** Handle one message from the webview; posts the response. Never throws. */
+  async handleMessage(raw: unknown): Promise<void> {
+    if (!isPanelRequest(raw)) return;
+    const { requestId } = raw;
+    try {
+      const result = await this.dispatch(raw.op, raw.args as never, requestId);
+      if (!this.disposed) this.post({ type: 'response', requestId, ok: true, result });
+    } catch (e) {
+      const error = toPanelError(e);
+      if (error.code === 'unavailable') this.setDown(error.message);
+      if (!this.disposed) this.post({ type: 'response', requestId, ok: false, error });
+    }
+  }
+
+  /** Run one request (the typed core of handleMessage). */
+  async dispatch<K extends PanelOpName>(op: K, args: PanelArgs<K>, requestId = ''): Promise<PanelResult<K>> {
+    if (this.disposed) throw new PanelFailure('unavailable', 'The panel was closed');
+    const t = this.transport();
+    this.ensureLive(t);
+    const a = (args ?? {}) as Record<string, unknown>;
+    const run = async (): Promise<unknown> => {
+      switch (op) {
+        case 'init':
+          return { ref: this.ref, queue: await t.request('queue.get', this.ref) };
+        case 'peek':
+          return this.peek(t, a);
+        case 'message.get':
+          return this.getMessage(t, a);
+        case 'dead.list': {
+          const limit = this.limit(a.limit);
+          const cursor = typeof a.cursor === 'string' && a.cursor ? a.cursor : undefined;
+          return t.request('dead.list', { ...this.ref, limit, ...(cursor ? { cursor } : {}) });
+        }
+        case 'push':
+          return this.push(t, a, requestId);
+        case 'dead.replay':
+          return this.replay(t, a, requestId);
+        case 'dead.purge':
+          return this.purgeDead(t, a, requestId);
+        case 'purge':
+          return this.purgeLive(t);
+        case 'stats':
+          return t.request('stats', this.ref);
+        case 'audit.list': {
+          const limit = typeof a.limit === 'number' && a.limit > 0 ? Math.min(Math.floor(a.limit), 1000) : 100;
+          return t.request('audit.list', { ...this.ref, limit });
+        }
+        case 'export':
+          return this.export(t, a, requestId);
+        default:
+          throw bad(`Unknown request: ${String(op)}`);
+      }
+    };
+    const result = await run();
+    if (this.down) this.setUp();
+    return result as PanelResult<K>;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.dropLive();
+  }
+
+  // ---- requests ----------------------------------------------------------------------------
+
+  private transport(): Transport {
+    const t = this.getTransport();
+    if (!t) throw new PanelFailure('unavailable', 'The Quayside emulator is not running');
+    return t;
+  }
+
+  private limit(v: unknown): number {
+    const n = typeof v === 'number' && Number.isFinite(v) ? Math.floor(v) : 50;
+    return Math.max(1, Math.min(MAX_PAGE_SIZE, n));
+  }
+
+  private states(v: unknown): MessageState[] {
+    if (v === undefined) return [...ALL_STATES];
+    if (!isStringArray(v)) throw bad('states must be a list of states');
+    const s = ALL_STATES.filter((x) => v.includes(x));
+    return s.length ? s : [...ALL_STATES];
+  }
+
+  private search(v: unknown): string | undefined {
+    if (typeof v !== 'string') return undefined;
+    const s = v.trim();
+    return s ? s : undefined;
+  }
+
+  private peek(t: Transport, a: Record<string, unknown>) {
+    const cursor = typeof a.cursor === 'string' && a.cursor ? a.cursor : undefined;
+    const search = this.search(a.search);
+    return t.request('peek', {
+      ...this.ref,
+      states: this.states(a.states),
+      limit: this.limit(a.limit),
+      ...(cursor ? { cursor } : {}),
+      ...(search ? { search } : {}),
+    });
+  }
+
+  private async getMessage(t: Transport, a: Record<string, unknown>): Promise<MessageView | null> {
+    if (typeof a.id !== 'string' || !a.id) throw bad('id is required');
+    try {
+      return await t.request('message.get', { ...this.ref, id: a.id });
+    } catch (e) {
+      if (toPanelError(e).code === 'not_found') return null;
+      throw e;
+    }
+  }
+
+  private async push(t: Transport, a: Record<string, unknown>, requestId: string) {
+    const form = {
+      body: String(a.body ?? ''),
+      delaySeconds: String(a.delaySeconds ?? ''),
+      dedupeKey: String(a.dedupeKey ?? ''),
+      attributes: String(a.attributes ?? ''),
+      count: String(a.count ?? ''),
+    };
+    const v = validatePushForm(form);
+    if (!v.ok) throw bad(Object.values(v.errors)[0] ?? 'Invalid message');
+    const { body, delayMs, dedupeKey, attributes, count } = v.plan;
+    const input = {
+      body,
+      ...(delayMs !== undefined ? { delayMs } : {}),
+      ...(dedupeKey !== undefined ? { dedupeKey } : {}),
+      ...(attributes !== undefined ? { attributes } : {}),
+    };
+    if (count === 1) {
+      const r = await t.request('push', { ...this.ref, ...input });
+      return { sent: r.deduped ? 0 : 1, deduped: r.deduped ? 1 : 0, ids: [r.id] };
+    }
+    const work = async (progress?: ProgressReporter) => {
+      const ids: string[] = [];
+      let sent = 0;
+      let deduped = 0;
+      for (let i = 0; i < count; i += CHUNK.push) {
+        if (progress?.cancelled) break;
+        const n = Math.min(CHUNK.push, count - i);
+        const r = await t.request('push.batch', { ...this.ref, messages: Array.from({ length: n }, () => input) });
+        for (const x of r.results) {
+          if (ids.length < 1000) ids.push(x.id);
+          if (x.deduped) deduped++;
+          else sent++;
+        }
+        progress?.report(i + n, count);
+        this.progress(requestId, i + n, count, 'Sending');
+      }
+      return { sent, deduped, ids };
+    };
+    if (count <= CHUNK.push) return work();
+    return this.ui.withProgress(`Sending ${plural(count, 'message')} to ${this.ref.queue}`, work);
+  }
+
+  private async replay(t: Transport, a: Record<string, unknown>, requestId: string) {
+    if (a.all === true) {
+      const total = (await t.request('stats', this.ref)).counts.dead;
+      if (total === 0) return { replayed: 0 };
+      const ok = await this.ui.confirm(
+        `Replay all ${plural(total, 'dead letter')} of ${this.ref.queue}?`,
+        'They go back to the queue as ready messages and will be delivered again.',
+        'Replay all',
+      );
+      if (!ok) throw cancelled();
+      return this.ui.withProgress(`Replaying dead letters of ${this.ref.queue}`, async (progress) => {
+        let replayed = 0;
+        while (replayed < total && !progress.cancelled) {
+          const r = await t.request('dead.replay', { ...this.ref, max: Math.min(CHUNK.replayAll, total - replayed) });
+          if (r.replayed <= 0) break;
+          replayed += r.replayed;
+          progress.report(replayed, total);
+          this.progress(requestId, replayed, total, 'Replaying');
+        }
+        return { replayed };
+      });
+    }
+    if (!isStringArray(a.ids) || a.ids.length === 0) throw bad('Select the dead letters to replay');
+    const ids = [...new Set(a.ids)];
+    const run = async (progress?: ProgressReporter) => {
+      let replayed = 0;
+      let done = 0;
+      for (const part of chunks(ids, CHUNK.ids)) {
+        if (progress?.cancelled) break;
+        replayed += (await t.request('dead.replay', { ...this.ref, ids: part })).replayed;
+        done += part.length;
+        progress?.report(done, ids.length);
+        this.progress(requestId, done, ids.length, 'Replaying');
+      }
+      return { replayed };
+    };
+    return ids.length <= CHUNK.ids ? run() : this.ui.withProgress(`Replaying ${plural(ids.length, 'dead letter')}`, run);
+  }
+
+  private async purgeDead(t: Transport, a: Record<string, unknown>, requestId: string) {
+    if (a.all === true) {
+      const total = (await t.request('stats', this.ref)).counts.dead;
+      const ok = await this.ui.confirm(
+        `Purge all ${plural(total, 'dead letter')} of ${this.ref.queue}?`,
+        'They are deleted for good. This cannot be undone.',
+        'Purge all',
+      );
+      if (!ok) throw cancelled();
+      return this.ui.withProgress(`Purging dead letters of ${this.ref.queue}`, async () => {
+        const r = await t.request('dead.purge', { ...this.ref });
+        this.progress(requestId, r.purged, r.purged, 'Purged');
+        return { purged: r.purged };
+      });
+    }
+    if (!isStringArray(a.ids) || a.ids.length === 0) throw bad('Select the dead letters to discard');
+    const ids = [...new Set(a.ids)];
+    const ok = await this.ui.confirm(
+      `Discard ${plural(ids.length, 'dead letter')} from ${this.ref.queue}?`,
+      'They are deleted for good. This cannot be undone.',
+      'Discard',
+    );
+    if (!ok) throw cancelled();
+    const run = async (progress?: ProgressReporter) => {
+      let purged = 0;
+      let done = 0;
+      for (const part of chunks(ids, CHUNK.ids)) {
+        if (progress?.cancelled) break;
+        purged += (await t.request('dead.purge', { ...this.ref, ids: part })).purged;
+        done += part.length;
+        progress?.report(done, ids.length);
+        this.progress(requestId, done, ids.length, 'Discarding');
+      }
+      return { purged };
+    };
+    return ids.length <= CHUNK.ids ? run() : this.ui.withProgress(`Discarding ${plural(ids.length, 'dead letter')}`, run);
+  }
+
+  private async purgeLive(t: Transport) {
+    const { counts } = await t.request('stats', this.ref);
+    const live = counts.ready + counts.delayed + counts.leased;
+    const ok = await this.ui.confirm(
+      `Purge ${plural(live, 'live message')} from ${this.ref.queue}?`,
+      'Ready, delayed and leased messages are deleted for good (dead letters stay). This cannot be undone.',
+      'Purge',
+    );
+    if (!ok) throw cancelled();
+    return this.ui.withProgress(`Purging ${this.ref.queue}`, async () => {
+      const r = await t.request('purge', { ...this.ref, confirm: this.ref.queue });
+      return { purged: r.purged };
+    });
+  }
+
+  private async export(t: Transport, a: Record<string, unknown>, requestId: string) {
+    const format: ExportFormat = a.format === 'ndjson' ? 'ndjson' : 'json';
+    if (a.format !== 'json' && a.format !== 'ndjson') throw bad('format must be json or ndjson');
+    const ids = a.ids === undefined ? undefined : isStringArray(a.ids) ? [...new Set(a.ids)] : undefined;
+    if (a.ids !== undefined && (!ids || ids.length === 0)) throw bad('Select the messages to export');
+    const stamp = new Date().toISOString().replace(/[:]/g, '-').replace(/\..*$/, '');
+    const base = `${this.ref.namespace}-${this.ref.queue}`.replace(/[^A-Za-z0-9._-]+/g, '_');
+    const target = await this.ui.chooseSaveTarget({ suggestedName: `${base}-${stamp}.${format}`, format });
+    if (!target) throw cancelled();
+
+    const out: MessageView[] = [];
+    const title = ids ? `Exporting ${plural(ids.length, 'message')}` : `Exporting ${this.ref.queue}`;
+    let stopped = false;
+    await this.ui.withProgress(title, async (progress) => {
+      if (ids) {
+        let next = 0;
+        let done = 0;
+        const found: (MessageView | null)[] = new Array(ids.length).fill(null);
+        const worker = async () => {
+          while (next < ids.length && !progress.cancelled) {
+            const i = next++;
+            found[i] = await this.getMessage(t, { id: ids[i] });
+            done++;
+            if (done % 50 === 0 || done === ids.length) {
+              progress.report(done, ids.length);
+              this.progress(requestId, done, ids.length, 'Exporting');
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(CHUNK.getConcurrency, ids.length) }, worker));
+        for (const m of found) if (m) out.push(m);
+      } else {
+        const states = this.states(a.states);
+        const search = this.search(a.search);
+        let cursor: string | undefined;
+        for (;;) {
+          if (progress.cancelled) break;
+          const page = await t.request('peek', {
+            ...this.ref,
+            states,
+            limit: CHUNK.exportPage,
+            ...(cursor ? { cursor } : {}),
+            ...(search ? { search } : {}),
+          });
+          out.push(...page.messages);
+          progress.report(out.length, page.total);
+          this.progress(requestId, out.length, page.total, 'Exporting');
+          if (!page.next || page.messages.length === 0) break;
+          cursor = page.next;
+        }
+      }
+      stopped = progress.cancelled;
+    });
+    if (stopped) throw cancelled();
+    const text = format === 'ndjson' ? out.map((m) => JSON.stringify(m)).join('\n') + (out.length ? '\n' : '') : JSON.stringify(out, null, 2) + '\n';
+    await target.write(text);
+    return { exported: out.length, target: target.label };
+  }
+
+  private progress(requestId: string, done: number, total: number | null, label: string) {
+    if (requestId && !this.disposed) this.post({ type: 'event', event: 'progress', requestId, done, total, label });
+  }
+
+  // ---- live updates ------------------------------------------------------------------------
+
+  private ensureLive(t: Transport) {
+    if (this.disposed || (this.live && this.live.transport === t)) return;
+    this.dropLive();
+    const live: NonNullable<PanelHandler['live']> = {
+      transport: t,
+      subscription: null,
+      offEvent: t.onEvent((ev) => this.onServerEvent(ev)),
+      offReconnect: t.onReconnect(() => {
+        this.subscribe(live);
+        this.setUp();
+        this.queueChange({ kinds: ['reconnected'], ids: [], counts: null, at: Date.now() });
+      }),
+    };
+    this.live = live;
+    this.subscribe(live);
+  }
+
+  private subscribe(live: NonNullable<PanelHandler['live']>) {
+    live.transport.request('subscribe', { ...this.ref }).then(
+      (r) => {
+        if (this.live === live && !this.disposed) live.subscription = r.subscription;
+        else live.transport.request('unsubscribe', { subscription: r.subscription }).catch(() => {});
+      },
+      () => {
+        // Not reachable now: the next request or a reconnect subscribes again.
+        if (this.live === live) {
+          live.offEvent();
+          live.offReconnect();
+          this.live = null;
+        }
+      },
+    );
+  }
+
+  private dropLive() {
+    const live = this.live;
+    this.live = null;
+    if (!live) return;
+    live.offEvent();
+    live.offReconnect();
+    if (live.subscription) live.transport.request('unsubscribe', { subscription: live.subscription }).catch(() => {});
+  }
+
+  private onServerEvent(ev: ServerEvent) {
+    if (ev.event !== 'change' || this.disposed) return;
+    if (ev.namespace !== this.ref.namespace || ev.queue !== this.ref.queue) return;
+    // Several subscriptions on one connection (the tree's, another panel's) each get a copy.
+    if (this.live?.subscription && ev.subscription !== this.live.subscription) return;
+    if (ev.kind === 'queue_deleted') {
+      this.post({ type: 'event', event: 'deleted' });
+      return;
+    }
+    this.queueChange({ kinds: [ev.kind], ids: ev.ids ?? [], counts: ev.counts, at: ev.at });
+  }
+
+  private queueChange(c: { kinds: string[]; ids: string[]; counts: ChangeEvent['counts']; at: number }) {
+    const p = (this.pendingChange ??= { kinds: new Set(), ids: new Set(), counts: null, at: 0 });
+    for (const k of c.kinds) p.kinds.add(k);
+    for (const id of c.ids) if (p.ids.size < 1000) p.ids.add(id);
+    if (c.counts) p.counts = c.counts;
+    p.at = Math.max(p.at, c.at);
+    // A throttle, not a pure debounce: a steady stream of events still refreshes every window.
+    if (!this.timer) this.timer = setTimeout(() => this.flush(), this.debounceMs);
+  }
+
+  private flush() {
+    this.timer = null;
+    const p = this.pendingChange;
+    this.pendingChange = null;
+    if (!p || this.disposed) return;
+    this.post({ type: 'event', event: 'changed', kinds: [...p.kinds], ids: [...p.ids], counts: p.counts, at: p.at });
+  }
+
+  private setDown(message: string) {
+    if (this.down) return;
+    this.down = true;
+    if (!this.disposed) this.post({ type: 'event', event: 'connection', state: 'down', message });
+  }
+
+  private setUp() {
+    if (!this.down) return;
+    this.down = false;
+    if (!this.disposed) this.post({ type: 'event', event: 'connection', state: 'up' });
+  }
+}

@@ -1,0 +1,179 @@
+// Checking the push form: shared by the webview (to show errors before sending) and the host
+// (which never trusts the webview). Pure functions, no Node, no DOM.
+
+import { MAX_PUSH_COUNT, type PushForm } from './messages';
+
+export interface JsonCheck {
+  ok: boolean;
+  value?: unknown;
+  /** A readable message with the line and column, when not ok. */
+  error?: string;
+  line?: number;
+  column?: number;
+}
+
+/** Parse JSON text; on failure say where (line and column) and what, in plain words. */
+export function checkJson(text: string): JsonCheck {
+  if (text.trim() === '') return { ok: false, error: 'Empty: type a JSON value, e.g. {"hello": "world"}' };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (e) {
+    // Engines word (and place) JSON errors differently; find the spot ourselves.
+    const found = locateJsonError(text);
+    const msg = found?.message ?? (e instanceof Error ? e.message : String(e));
+    if (!found) return { ok: false, error: msg };
+    const { line, column } = lineColumn(text, found.pos);
+    return { ok: false, error: `${msg} (line ${line}, column ${column})`, line, column };
+  }
+}
+
+/** A strict JSON scanner that reports the first error's position (it does not build values). */
+export function locateJsonError(text: string): { pos: number; message: string } | null {
+  let i = 0;
+  class Bad {
+    constructor(readonly pos: number, readonly message: string) {}
+  }
+  const ws = () => {
+    while (i < text.length && ' \t\n\r'.includes(text[i])) i++;
+  };
+  const what = () => (i >= text.length ? 'end of input' : `'${text[i]}'`);
+  const fail = (expected: string): never => {
+    throw new Bad(i, `Expected ${expected} but found ${what()}`);
+  };
+  const value = (): void => {
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      ws();
+      if (text[i] === '}') return void i++;
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail('a property name in double quotes');
+        string();
+        ws();
+        if (text[i] !== ':') fail("':' after the property name");
+        i++;
+        value();
+        ws();
+        if (text[i] === ',') {
+          i++;
+          continue;
+        }
+        if (text[i] === '}') return void i++;
+        fail("',' or '}'");
+      }
+    }
+    if (c === '[') {
+      i++;
+      ws();
+      if (text[i] === ']') return void i++;
+      for (;;) {
+        value();
+        ws();
+        if (text[i] === ',') {
+          i++;
+          continue;
+        }
+        if (text[i] === ']') return void i++;
+        fail("',' or ']'");
+      }
+    }
+    if (c === '"') return string();
+    const lit = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)/.exec(text.slice(i, i + 400));
+    if (lit) {
+      i += lit[0].length;
+      return;
+    }
+    fail('a value (object, array, string, number, true, false or null)');
+  };
+  const string = () => {
+    i++;
+    while (i < text.length) {
+      const ch = text[i];
+      if (ch === '"') return void i++;
+      if (ch === '\\') {
+        const n = text[i + 1];
+        if (n === 'u') {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) throw new Bad(i, 'Bad \\u escape in a string');
+          i += 6;
+        } else if (n !== undefined && '"\\/bfnrt'.includes(n)) i += 2;
+        else throw new Bad(i, 'Bad escape in a string');
+      } else if (ch < ' ') throw new Bad(i, 'Control character in a string (use \\n for a new line)');
+      else i++;
+    }
+    throw new Bad(i, 'Unterminated string');
+  };
+  try {
+    value();
+    ws();
+    if (i < text.length) fail('the end of the JSON (only one value is allowed)');
+    return null;
+  } catch (e) {
+    if (e instanceof Bad) return { pos: e.pos, message: e.message };
+    throw e;
+  }
+}
+
+export function lineColumn(text: string, pos: number): { line: number; column: number } {
+  let line = 1;
+  let col = 1;
+  for (let i = 0; i < pos && i < text.length; i++) {
+    if (text[i] === '\n') {
+      line++;
+      col = 1;
+    } else col++;
+  }
+  return { line, column: col };
+}
+
+export interface PushPlan {
+  body: unknown;
+  delayMs?: number;
+  dedupeKey?: string;
+  attributes?: Record<string, unknown>;
+  count: number;
+}
+
+export type FieldErrors = Partial<Record<keyof PushForm, string>>;
+
+export function validatePushForm(form: PushForm): { ok: true; plan: PushPlan } | { ok: false; errors: FieldErrors } {
+  const errors: FieldErrors = {};
+  const plan: PushPlan = { body: undefined, count: 1 };
+
+  const body = checkJson(typeof form.body === 'string' ? form.body : '');
+  if (!body.ok) errors.body = body.error;
+  else plan.body = body.value;
+
+  const delay = (form.delaySeconds ?? '').trim();
+  if (delay !== '') {
+    const n = Number(delay);
+    if (!Number.isFinite(n) || n < 0) errors.delaySeconds = 'Delay must be a number of seconds, 0 or more';
+    else if (n > 0) plan.delayMs = Math.round(n * 1000);
+  }
+
+  const key = (form.dedupeKey ?? '').trim();
+  if (key !== '') {
+    if (key.length > 512) errors.dedupeKey = 'Dedupe key is too long (512 characters at most)';
+    else plan.dedupeKey = key;
+  }
+
+  const attrs = (form.attributes ?? '').trim();
+  if (attrs !== '') {
+    const a = checkJson(attrs);
+    if (!a.ok) errors.attributes = a.error;
+    else if (typeof a.value !== 'object' || a.value === null || Array.isArray(a.value))
+      errors.attributes = 'Attributes must be a JSON object, e.g. {"source": "panel"}';
+    else if (Object.keys(a.value).length > 0) plan.attributes = a.value as Record<string, unknown>;
+  }
+
+  const count = (form.count ?? '').trim();
+  if (count !== '') {
+    const n = Number(count);
+    if (!Number.isInteger(n) || n < 1 || n > MAX_PUSH_COUNT) errors.count = `Send ×N: a whole number from 1 to ${MAX_PUSH_COUNT}`;
+    else plan.count = n;
+  }
+
+  if (Object.keys(errors).length > 0) return { ok: false, errors };
+  return { ok: true, plan };
+}

@@ -1,0 +1,301 @@
+import assert from 'node:assert/strict';
+import { QuaysideError } from '../../../emulator/errors';
+import { PanelHandler, type PanelUi, type SaveTarget } from '../../../src/panel/handler';
+import type { HostMessage, PanelEvent, PanelResponse } from '../../../src/panel/messages';
+import { FakeTransport } from '../webview/fake-transport';
+
+class FakeUi implements PanelUi {
+  answer = true;
+  confirms: { message: string; detail: string; action: string }[] = [];
+  saved: { name: string; text: string }[] = [];
+  saveCancelled = false;
+  progressTitles: string[] = [];
+  reports: [number, number | null][] = [];
+  cancelAfter = Infinity;
+
+  async confirm(message: string, detail: string, action: string) {
+    this.confirms.push({ message, detail, action });
+    return this.answer;
+  }
+  async chooseSaveTarget(opts: { suggestedName: string }): Promise<SaveTarget | undefined> {
+    if (this.saveCancelled) return undefined;
+    return { label: `/tmp/${opts.suggestedName}`, write: async (text) => void this.saved.push({ name: opts.suggestedName, text }) };
+  }
+  async withProgress<T>(title: string, task: (p: { report(d: number, t: number | null): void; readonly cancelled: boolean }) => Promise<T>) {
+    this.progressTitles.push(title);
+    const ui = this;
+    return task({
+      report: (d, t) => void ui.reports.push([d, t]),
+      get cancelled() {
+        return ui.reports.length >= ui.cancelAfter;
+      },
+    });
+  }
+}
+
+function setup(opts: { debounceMs?: number } = {}) {
+  const t = new FakeTransport();
+  const ui = new FakeUi();
+  const posted: HostMessage[] = [];
+  const handler = new PanelHandler({ ref: { namespace: 'demo', queue: 'jobs' }, transport: t, ui, post: (m) => posted.push(m), debounceMs: opts.debounceMs ?? 20 });
+  const responses = () => posted.filter((m): m is PanelResponse => m.type === 'response');
+  const events = () => posted.filter((m): m is PanelEvent => m.type === 'event');
+  return { t, ui, posted, handler, responses, events };
+}
+
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+const fillDead = (t: FakeTransport, n: number) =>
+  Array.from({ length: n }, (_, i) => t.add({ body: { i }, state: 'dead', attempts: 5, deadAt: t.now - 1000, deadReason: 'nack', lastError: 'boom' }));
+
+describe('panel handler (host side of the queue panel)', () => {
+  it('answers a request with { requestId, ok: true, result } and a failure with { ok: false, error: { code, message } }', async () => {
+    const { handler, responses, t } = setup();
+    await handler.handleMessage({ type: 'request', requestId: 'a1', op: 'init', args: {} });
+    const r = responses()[0];
+    assert.equal(r.requestId, 'a1');
+    assert.equal(r.ok, true);
+    assert.equal((r as any).result.queue.name, 'jobs');
+    t.failNext.set('peek', new QuaysideError('forbidden', 'read-only token'));
+    await handler.handleMessage({ type: 'request', requestId: 'a2', op: 'peek', args: { states: ['ready'], limit: 10 } });
+    assert.deepEqual(responses()[1], { type: 'response', requestId: 'a2', ok: false, error: { code: 'forbidden', message: 'read-only token' } });
+    // Not a request: ignored, nothing posted.
+    await handler.handleMessage({ hello: 1 });
+    await handler.handleMessage({ type: 'request', op: 'peek' });
+    assert.equal(responses().length, 2);
+    handler.dispose();
+  });
+
+  it('pages with peek: passes states, search and cursor, clamps the page size, never loads everything', async () => {
+    const { handler, t } = setup();
+    for (let i = 0; i < 250; i++) t.add({ body: { n: i, tag: i % 2 ? 'odd' : 'even' } });
+    const p1 = await handler.dispatch('peek', { states: ['ready', 'dead'], search: '  odd ', limit: 5000 });
+    const call = t.callsOf('peek')[0].args;
+    assert.deepEqual(call, { namespace: 'demo', queue: 'jobs', states: ['ready', 'dead'], limit: 200, search: 'odd' });
+    assert.equal(p1.messages.length, 125);
+    assert.equal(p1.total, 125);
+    const p2 = await handler.dispatch('peek', { states: ['ready'], limit: 100, cursor: 'c100' });
+    assert.equal(t.callsOf('peek')[1].args.cursor, 'c100');
+    assert.equal(p2.messages[0].body && (p2.messages[0].body as any).n, 100);
+    // Unknown states are dropped; none left means every state.
+    await handler.dispatch('peek', { states: ['bogus' as any], limit: 0 });
+    assert.deepEqual(t.callsOf('peek')[2].args.states, ['ready', 'delayed', 'leased', 'dead']);
+    assert.equal(t.callsOf('peek')[2].args.limit, 1);
+    handler.dispose();
+  });
+
+  it('message.get returns the message, or null when it is gone', async () => {
+    const { handler, t } = setup();
+    const m = t.add({ body: { a: 1 }, attributes: { k: 'v' } });
+    assert.deepEqual((await handler.dispatch('message.get', { id: m.id }))?.attributes, { k: 'v' });
+    assert.equal(await handler.dispatch('message.get', { id: 'nope' }), null);
+    handler.dispose();
+  });
+
+  it('push: refuses bad JSON and bad fields before sending anything', async () => {
+    const { handler, t } = setup();
+    const base = { body: '{"a":1}', delaySeconds: '', dedupeKey: '', attributes: '', count: '' };
+    for (const bad of [
+      { body: '{"a":' },
+      { body: '' },
+      { delaySeconds: '-1' },
+      { delaySeconds: 'soon' },
+      { attributes: '[1,2]' },
+      { attributes: '{x}' },
+      { count: '0' },
+      { count: '2.5' },
+      { count: '100001' },
+    ]) {
+      await assert.rejects(handler.dispatch('push', { ...base, ...bad }), (e: any) => e.code === 'invalid_argument', JSON.stringify(bad));
+    }
+    assert.equal(t.callsOf('push').length + t.callsOf('push.batch').length, 0);
+    handler.dispose();
+  });
+
+  it('push: one message with delay, dedupe key and attributes', async () => {
+    const { handler, t } = setup();
+    const r = await handler.dispatch('push', { body: '{"order": 42}', delaySeconds: '1.5', dedupeKey: ' k1 ', attributes: '{"source":"panel"}', count: '1' });
+    assert.equal(r.sent, 1);
+    assert.deepEqual(t.callsOf('push')[0].args, { namespace: 'demo', queue: 'jobs', body: { order: 42 }, delayMs: 1500, dedupeKey: 'k1', attributes: { source: 'panel' } });
+    assert.equal(t.messages[0].state, 'delayed');
+    handler.dispose();
+  });
+
+  it('push ×N: sends in batches and reports progress', async () => {
+    const { handler, t, ui, events } = setup();
+    const r = await handler.dispatch('push', { body: '"x"', delaySeconds: '', dedupeKey: '', attributes: '', count: '1200' }, 'req9');
+    assert.equal(r.sent, 1200);
+    assert.deepEqual(t.callsOf('push.batch').map((c) => c.args.messages.length), [500, 500, 200]);
+    assert.equal(t.messages.length, 1200);
+    assert.equal(ui.progressTitles.length, 1);
+    assert.deepEqual(ui.reports.at(-1), [1200, 1200]);
+    const progress = events().filter((e) => e.event === 'progress');
+    assert.ok(progress.length >= 3);
+    assert.equal((progress.at(-1) as any).requestId, 'req9');
+    // A small ×N needs no progress notification.
+    await handler.dispatch('push', { body: '1', delaySeconds: '', dedupeKey: '', attributes: '', count: '3' });
+    assert.equal(ui.progressTitles.length, 1);
+    handler.dispose();
+  });
+
+  it('dead.replay with ids replays exactly those (no confirmation needed)', async () => {
+    const { handler, t, ui } = setup();
+    const dead = fillDead(t, 4);
+    const r = await handler.dispatch('dead.replay', { ids: [dead[0].id, dead[2].id, dead[0].id] });
+    assert.equal(r.replayed, 2);
+    assert.deepEqual(t.callsOf('dead.replay')[0].args.ids, [dead[0].id, dead[2].id]);
+    assert.equal(ui.confirms.length, 0);
+    assert.equal(t.counts().dead, 2);
+    await assert.rejects(handler.dispatch('dead.replay', { ids: [] }), (e: any) => e.code === 'invalid_argument');
+    handler.dispose();
+  });
+
+  it('replay all confirms first, then loops until every dead letter is back, with progress', async () => {
+    const { handler, t, ui } = setup();
+    fillDead(t, 260);
+    t.maxReplayPerCall = 100; // the server replays at most 100 a call
+    ui.answer = false;
+    await assert.rejects(handler.dispatch('dead.replay', { all: true }), (e: any) => e.code === 'cancelled');
+    assert.equal(t.callsOf('dead.replay').length, 0);
+    assert.match(ui.confirms[0].message, /Replay all 260 dead letters of jobs/);
+    ui.answer = true;
+    const r = await handler.dispatch('dead.replay', { all: true });
+    assert.equal(r.replayed, 260);
+    assert.equal(t.counts().dead, 0);
+    assert.equal(t.callsOf('dead.replay').length, 3);
+    assert.deepEqual(ui.reports.at(-1), [260, 260]);
+    handler.dispose();
+  });
+
+  it('discard selected and purge all are confirmed with a modal first; "no" sends nothing', async () => {
+    const { handler, t, ui } = setup();
+    const dead = fillDead(t, 3);
+    ui.answer = false;
+    await assert.rejects(handler.dispatch('dead.purge', { ids: [dead[0].id] }), (e: any) => e.code === 'cancelled');
+    await assert.rejects(handler.dispatch('dead.purge', { all: true }), (e: any) => e.code === 'cancelled');
+    await assert.rejects(handler.dispatch('purge', {}), (e: any) => e.code === 'cancelled');
+    assert.equal(t.callsOf('dead.purge').length + t.callsOf('purge').length, 0);
+    assert.equal(ui.confirms.length, 3);
+    assert.deepEqual(ui.confirms.map((c) => c.action), ['Discard', 'Purge all', 'Purge']);
+    ui.answer = true;
+    assert.equal((await handler.dispatch('dead.purge', { ids: [dead[0].id] })).purged, 1);
+    assert.deepEqual(t.callsOf('dead.purge')[0].args, { namespace: 'demo', queue: 'jobs', ids: [dead[0].id] });
+    assert.equal((await handler.dispatch('dead.purge', { all: true })).purged, 2);
+    assert.equal(t.callsOf('dead.purge')[1].args.ids, undefined);
+    t.add({ body: 1 });
+    assert.equal((await handler.dispatch('purge', {})).purged, 1);
+    assert.equal(t.callsOf('purge')[0].args.confirm, 'jobs');
+    handler.dispose();
+  });
+
+  it('stats and audit.list go to the queue', async () => {
+    const { handler, t } = setup();
+    t.makeLag((i) => ({ peakDepth: i, maxWaitMs: i * 1000 }));
+    const s = await handler.dispatch('stats', {});
+    assert.equal(s.lagHistory.length, 48);
+    await handler.dispatch('audit.list', {});
+    assert.deepEqual(t.callsOf('audit.list')[0].args, { namespace: 'demo', queue: 'jobs', limit: 100 });
+    handler.dispose();
+  });
+
+  it('exports every matching message as NDJSON by paging through peek', async () => {
+    const { handler, t, ui } = setup();
+    for (let i = 0; i < 1234; i++) t.add({ body: { i } });
+    fillDead(t, 3);
+    const r = await handler.dispatch('export', { format: 'ndjson', states: ['ready'] });
+    assert.equal(r.exported, 1234);
+    assert.match(r.target, /demo-jobs-.*\.ndjson$/);
+    const lines = ui.saved[0].text.trimEnd().split('\n');
+    assert.equal(lines.length, 1234);
+    assert.deepEqual(JSON.parse(lines[1233]).body, { i: 1233 });
+    assert.deepEqual(t.callsOf('peek').map((c) => c.args.cursor), [undefined, 'c500', 'c1000']);
+    handler.dispose();
+  });
+
+  it('exports selected messages as a JSON array, skipping ones that are gone; cancelling the dialog does nothing', async () => {
+    const { handler, t, ui } = setup();
+    const a = t.add({ body: { a: 1 } });
+    const b = t.add({ body: { b: 2 } });
+    const r = await handler.dispatch('export', { format: 'json', ids: [a.id, 'gone', b.id] });
+    assert.equal(r.exported, 2);
+    const arr = JSON.parse(ui.saved[0].text);
+    assert.deepEqual(arr.map((m: any) => m.id), [a.id, b.id]);
+    ui.saveCancelled = true;
+    const before = t.calls.length;
+    await assert.rejects(handler.dispatch('export', { format: 'json', ids: [a.id] }), (e: any) => e.code === 'cancelled');
+    assert.equal(t.calls.length, before);
+    await assert.rejects(handler.dispatch('export', { format: 'xml' as any }), (e: any) => e.code === 'invalid_argument');
+    handler.dispose();
+  });
+
+  it('subscribes to the queue and forwards its change events, debounced into one', async () => {
+    const { handler, t, events } = setup({ debounceMs: 30 });
+    await handler.dispatch('init', {});
+    await tick();
+    assert.deepEqual(t.callsOf('subscribe')[0].args, { namespace: 'demo', queue: 'jobs' });
+    t.add({ body: 1, id: 'm1' });
+    t.emitChange('pushed', ['m1']);
+    t.emitChange('leased', ['m1']);
+    t.emitChange('acked', ['m1']);
+    t.emitChange('pushed', ['x'], { namespace: 'demo', queue: 'other' }); // another queue: ignored
+    await tick(60);
+    const changed = events().filter((e) => e.event === 'changed');
+    assert.equal(changed.length, 1);
+    assert.deepEqual((changed[0] as any).kinds, ['pushed', 'leased', 'acked']);
+    assert.deepEqual((changed[0] as any).ids, ['m1']);
+    assert.equal((changed[0] as any).counts.ready, 1);
+    // queue_deleted is its own event.
+    t.emitChange('queue_deleted');
+    assert.ok(events().some((e) => e.event === 'deleted'));
+    handler.dispose();
+  });
+
+  it('ignores copies of events meant for other subscriptions on the same connection', async () => {
+    const { handler, t, events } = setup({ debounceMs: 10 });
+    await handler.dispatch('init', {});
+    await tick();
+    await t.request('subscribe', { namespace: 'demo' }); // e.g. the tree's subscription
+    t.emitChange('pushed', ['a']);
+    await tick(30);
+    assert.equal(events().filter((e) => e.event === 'changed').length, 1);
+    handler.dispose();
+  });
+
+  it('resubscribes after a reconnect and tells the webview; unsubscribes on dispose', async () => {
+    const { handler, t, events } = setup({ debounceMs: 10 });
+    await handler.dispatch('init', {});
+    await tick();
+    t.failNext.set('peek', new QuaysideError('unavailable', 'cannot reach the emulator'));
+    await handler.handleMessage({ type: 'request', requestId: 'x', op: 'peek', args: { states: ['ready'], limit: 10 } });
+    assert.deepEqual(events().find((e) => e.event === 'connection'), { type: 'event', event: 'connection', state: 'down', message: 'cannot reach the emulator' });
+    t.reconnect();
+    await tick(30);
+    assert.equal(t.callsOf('subscribe').length, 2);
+    assert.equal(t.subscriptionCount, 1);
+    assert.ok(events().some((e) => e.event === 'connection' && e.state === 'up'));
+    assert.ok(events().some((e) => e.event === 'changed' && e.kinds.includes('reconnected')));
+    handler.dispose();
+    await tick();
+    assert.equal(t.subscriptionCount, 0);
+    assert.equal(t.listenerCount, 0);
+  });
+
+  it('with no transport yet (a panel restored before the emulator is up) it answers unavailable, then picks the transport up', async () => {
+    let transport: FakeTransport | undefined;
+    const posted: HostMessage[] = [];
+    const handler = new PanelHandler({ ref: { namespace: 'demo', queue: 'jobs' }, transport: () => transport, ui: new FakeUi(), post: (m) => posted.push(m) });
+    await handler.handleMessage({ type: 'request', requestId: '1', op: 'init', args: {} });
+    assert.equal((posted.find((m) => m.type === 'response') as any).error.code, 'unavailable');
+    transport = new FakeTransport();
+    await handler.handleMessage({ type: 'request', requestId: '2', op: 'init', args: {} });
+    assert.equal((posted.filter((m) => m.type === 'response')[1] as any).ok, true);
+    assert.ok(posted.some((m) => m.type === 'event' && m.event === 'connection' && m.state === 'up'));
+    handler.dispose();
+  });
+
+  it('an unknown op is an invalid_argument error', async () => {
+    const { handler, responses } = setup();
+    await handler.handleMessage({ type: 'request', requestId: 'z', op: 'drop.tables', args: {} });
+    assert.equal((responses()[0] as any).error.code, 'invalid_argument');
+    handler.dispose();
+  });
+});

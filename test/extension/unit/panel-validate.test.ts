@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { checkJson, lineColumn, validatePushForm } from '../../../src/panel/validate';
+import { contentSecurityPolicy, escapeHtml, renderPanelHtml } from '../../../src/panel/html';
+
+describe('panel push-form validation and HTML shell', () => {
+  it('checkJson says where the JSON is wrong', () => {
+    assert.deepEqual(checkJson('{"a": [1, 2]}'), { ok: true, value: { a: [1, 2] } });
+    const bad = checkJson('{\n  "a": 1,\n  "b": }');
+    assert.equal(bad.ok, false);
+    assert.equal(bad.line, 3);
+    assert.match(bad.error!, /line 3, column \d+/);
+    assert.equal(checkJson('   ').ok, false);
+    assert.equal(checkJson('{"a":').ok, false);
+    assert.deepEqual(lineColumn('ab\ncd', 4), { line: 2, column: 2 });
+    assert.equal(checkJson('{"a": 1} x').error, "Expected the end of the JSON (only one value is allowed) but found 'x' (line 1, column 10)");
+    assert.equal(checkJson("{'a': 1}").error, "Expected a property name in double quotes but found ''' (line 1, column 2)");
+    assert.match(checkJson('"abc').error!, /Unterminated string/);
+    assert.match(checkJson('[1,]').error!, /Expected a value/);
+  });
+
+  it('validatePushForm turns the form into a push plan', () => {
+    const v = validatePushForm({ body: '[1]', delaySeconds: '2', dedupeKey: 'k', attributes: '{"x":1}', count: '5' });
+    assert.deepEqual(v, { ok: true, plan: { body: [1], delayMs: 2000, dedupeKey: 'k', attributes: { x: 1 }, count: 5 } });
+    const w = validatePushForm({ body: 'nope', delaySeconds: '-3', dedupeKey: '', attributes: '"s"', count: 'x' });
+    assert.equal(w.ok, false);
+    assert.deepEqual(Object.keys((w as any).errors).sort(), ['attributes', 'body', 'count', 'delaySeconds']);
+  });
+
+  it('the shell has a strict CSP with a nonce and escapes the queue name', () => {
+    const html = renderPanelHtml({ cspSource: 'https://x.test', scriptUri: 'https://x.test/p.js', styleUri: 'https://x.test/p.css', nonce: 'N0nce', ref: { namespace: 'ns', queue: '<img src=x onerror=alert(1)>' } });
+    assert.match(contentSecurityPolicy('https://x.test', 'N0nce'), /script-src 'nonce-N0nce'/);
+    assert.ok(html.includes(escapeHtml(contentSecurityPolicy('https://x.test', 'N0nce'))));
+    assert.doesNotMatch(contentSecurityPolicy('https://x.test', 'n'), /unsafe-(inline|eval)/);
+    assert.match(html, /<script nonce="N0nce" src="https:\/\/x.test\/p.js"><\/script>/);
+    assert.doesNotMatch(html, /<img src=x/);
+    assert.ok(html.includes(escapeHtml('<img src=x onerror=alert(1)>')));
+    const plain = renderPanelHtml({ cspSource: 'https://x.test', scriptUri: 'p.js', styleUri: 'p.css', nonce: 'n', ref: { namespace: 'ns', queue: 'jobs' } });
+    assert.doesNotMatch(plain, /\son[a-z]+=/i, 'no inline event handlers');
+    assert.doesNotMatch(plain, /<script(?![^>]*\bsrc=)/, 'no inline script');
+  });
+
+  it('the webview code never turns data into HTML (no innerHTML, outerHTML, insertAdjacentHTML, document.write, eval)', () => {
+    const dir = path.join(__dirname, '../../../src/panel/webview');
+    for (const f of readdirSync(dir)) {
+      const src = readFileSync(path.join(dir, f), 'utf8');
+      assert.doesNotMatch(src, /\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function\(/, f);
+    }
+  });
+});
