@@ -1,0 +1,93 @@
+// Formatting for the webview: numbers, durations, times, JSON (as DOM text nodes, never HTML).
+
+import { h } from './dom';
+
+export function num(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** 950 ms, 12 s, 3 min 5 s, 2 h 10 min, 3 d 4 h */
+export function duration(ms: number): string {
+  if (!Number.isFinite(ms) || ms <= 0) return '0 s';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
+  const hr = Math.floor(m / 60);
+  if (hr < 24) return m % 60 ? `${hr} h ${m % 60} min` : `${hr} h`;
+  const d = Math.floor(hr / 24);
+  return hr % 24 ? `${d} d ${hr % 24} h` : `${d} d`;
+}
+
+/** Short axis labels: 0, 45s, 12m, 3h */
+export function durationShort(ms: number): string {
+  if (ms <= 0) return '0';
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${Math.round(ms / 1000)}s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)}m`;
+  if (ms < 86_400_000) return `${+(ms / 3_600_000).toFixed(1)}h`;
+  return `${+(ms / 86_400_000).toFixed(1)}d`;
+}
+
+export function relative(at: number, now: number): string {
+  const d = at - now;
+  if (Math.abs(d) < 1000) return 'now';
+  return d > 0 ? `in ${duration(d)}` : `${duration(-d)} ago`;
+}
+
+export function isoTime(at: number): string {
+  return new Date(at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+export function clockTime(at: number): string {
+  const d = new Date(at);
+  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+}
+
+export function shortId(id: string): string {
+  return id.length > 14 ? `${id.slice(0, 6)}…${id.slice(-6)}` : id;
+}
+
+/** One line of compact JSON for the list, cut at `max` characters. */
+export function preview(body: unknown, max = 140): string {
+  let t: string;
+  try {
+    t = typeof body === 'string' ? JSON.stringify(body) : JSON.stringify(body) ?? String(body);
+  } catch {
+    t = String(body);
+  }
+  return t.length > max ? t.slice(0, max - 1) + '…' : t;
+}
+
+export function pretty(v: unknown): string {
+  try {
+    return JSON.stringify(v, null, 2) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+const TOKEN = /("(?:[^"\\]|\\.)*")(\s*:)?|\b(true|false)\b|\bnull\b|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
+/** Pretty JSON as a <pre> of coloured spans; every piece is a text node. */
+export function jsonBlock(v: unknown, cls = 'json'): HTMLPreElement {
+  const text = pretty(v);
+  const pre = h('pre', { class: cls });
+  let last = 0;
+  for (const m of text.matchAll(TOKEN)) {
+    const i = m.index ?? 0;
+    if (i > last) pre.appendChild(document.createTextNode(text.slice(last, i)));
+    let kind = 'num';
+    if (m[1] !== undefined) kind = m[2] !== undefined ? 'key' : 'str';
+    else if (m[3] !== undefined) kind = 'bool';
+    else if (m[0] === 'null') kind = 'null';
+    if (m[1] !== undefined && m[2] !== undefined) {
+      pre.appendChild(h('span', { class: `j-${kind}` }, m[1]));
+      pre.appendChild(document.createTextNode(m[2]));
+    } else pre.appendChild(h('span', { class: `j-${kind}` }, m[0]));
+    last = i + m[0].length;
+  }
+  if (last < text.length) pre.appendChild(document.createTextNode(text.slice(last)));
+  return pre;
+}

@@ -1,0 +1,808 @@
+// The queue panel's webview script (bundled by scripts/build-panel.js into media/panel/dist/panel.js).
+// It talks to the extension only through postMessage (typed in ../messages.ts) and renders every piece
+// of message data as text.
+
+import {
+  ALL_STATES,
+  PAGE_SIZES,
+  type HostMessage,
+  type MessageState,
+  type MessageView,
+  type PanelArgs,
+  type PanelError,
+  type PanelEvent,
+  type PanelOpName,
+  type PanelRequest,
+  type PanelResult,
+  type PanelState,
+  type QueueCounts,
+  type QueueInfo,
+  type QueueRef,
+  type LagStep,
+  type AuditEntry,
+  type PushForm,
+} from '../messages';
+import { validatePushForm, type FieldErrors } from '../validate';
+import { renderChart } from './chart';
+import { $, $input, clear, h, replace, show } from './dom';
+import { duration, isoTime, jsonBlock, num, preview, relative, shortId } from './format';
+
+interface VsCodeApi {
+  postMessage(message: unknown): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const vscode = acquireVsCodeApi();
+
+// ---- requests -------------------------------------------------------------------------------
+
+class RequestError extends Error {
+  constructor(readonly code: PanelError['code'], message: string) {
+    super(message);
+  }
+}
+
+let nextRequest = 1;
+const pending = new Map<string, { resolve: (v: unknown) => void; reject: (e: RequestError) => void; op: string }>();
+const progressListeners = new Map<string, (e: Extract<PanelEvent, { event: 'progress' }>) => void>();
+
+function request<K extends PanelOpName>(op: K, args: PanelArgs<K>, onProgress?: (e: Extract<PanelEvent, { event: 'progress' }>) => void): Promise<PanelResult<K>> {
+  const requestId = `r${nextRequest++}`;
+  const msg = { type: 'request', requestId, op, args } as PanelRequest;
+  if (onProgress) progressListeners.set(requestId, onProgress);
+  return new Promise<PanelResult<K>>((resolve, reject) => {
+    pending.set(requestId, { resolve: resolve as (v: unknown) => void, reject, op });
+    vscode.postMessage(msg);
+  }).finally(() => progressListeners.delete(requestId));
+}
+
+window.addEventListener('message', (ev: MessageEvent) => {
+  const m = ev.data as HostMessage;
+  if (!m || typeof m !== 'object') return;
+  if (m.type === 'response') {
+    const p = pending.get(m.requestId);
+    if (!p) return;
+    pending.delete(m.requestId);
+    if (m.ok) p.resolve(m.result);
+    else p.reject(new RequestError(m.error.code, m.error.message));
+  } else if (m.type === 'event') onHostEvent(m);
+});
+
+// ---- state ----------------------------------------------------------------------------------
+
+type Tab = 'messages' | 'dead' | 'push' | 'metrics' | 'audit';
+const TABS: Tab[] = ['messages', 'dead', 'push', 'metrics', 'audit'];
+
+interface Paged {
+  cursors: (string | undefined)[];
+  index: number;
+  page: { messages: MessageView[]; next: string | null; total: number } | null;
+  selected: Set<string>;
+  detailId: string | null;
+  seq: number;
+}
+
+const body = document.body;
+const saved = (vscode.getState() ?? {}) as Partial<PanelState>;
+const ref: QueueRef = { namespace: body.dataset.namespace ?? '', queue: body.dataset.queue ?? '' };
+
+const st = {
+  queue: null as QueueInfo | null,
+  counts: null as QueueCounts | null,
+  tab: (TABS.includes(saved.tab as Tab) ? saved.tab : 'messages') as Tab,
+  states: new Set<MessageState>(Array.isArray(saved.states) && saved.states.length ? saved.states.filter((x) => ALL_STATES.includes(x)) : ALL_STATES),
+  search: typeof saved.search === 'string' ? saved.search : '',
+  pageSize: PAGE_SIZES.includes(saved.pageSize as (typeof PAGE_SIZES)[number]) ? (saved.pageSize as number) : 50,
+  msg: { cursors: [undefined], index: 0, page: null, selected: new Set(), detailId: null, seq: 0 } as Paged,
+  dead: { cursors: [undefined], index: 0, page: null, selected: new Set(), detailId: null, seq: 0 } as Paged,
+  lag: null as LagStep[] | null,
+  audit: null as AuditEntry[] | null,
+  /** server clock − local clock (the emulator may run a virtual clock). */
+  skew: 0,
+  down: false,
+  deleted: false,
+};
+
+const now = () => Date.now() + st.skew;
+
+function persist() {
+  const state: PanelState = { ref, tab: st.tab, states: [...st.states], search: st.search, pageSize: st.pageSize };
+  vscode.setState(state);
+}
+
+// ---- toast / banner -------------------------------------------------------------------------
+
+let toastTimer: ReturnType<typeof setTimeout> | undefined;
+function toast(text: string, kind: 'info' | 'error' | 'progress' = 'info', sticky = false) {
+  const el = $('toast');
+  el.textContent = text;
+  el.className = `toast ${kind}`;
+  if (toastTimer) clearTimeout(toastTimer);
+  if (!sticky) toastTimer = setTimeout(() => show(el, false), kind === 'error' ? 7000 : 3500);
+}
+
+function fail(e: unknown, what: string) {
+  if (e instanceof RequestError) {
+    if (e.code === 'cancelled') {
+      show($('toast'), false);
+      return;
+    }
+    if (e.code === 'unavailable') setDown(e.message);
+    toast(`${what}: ${e.message}`, 'error');
+  } else toast(`${what}: ${e instanceof Error ? e.message : String(e)}`, 'error');
+}
+
+function setDown(message: string) {
+  st.down = true;
+  $('banner-text').textContent = `Emulator not reachable — ${message}`;
+  show($('banner'), true);
+  $('live').classList.add('off');
+}
+
+function setUp() {
+  if (!st.down) return;
+  st.down = false;
+  if (!st.deleted) show($('banner'), false);
+  $('live').classList.remove('off');
+}
+
+setInterval(() => {
+  if (st.down && !st.deleted) void init();
+}, 5000);
+
+// ---- header ---------------------------------------------------------------------------------
+
+const STATE_LABEL: Record<MessageState, string> = { ready: 'Ready', delayed: 'Delayed', leased: 'Leased', dead: 'Dead' };
+
+function renderCounts() {
+  const c = st.counts;
+  const el = $('counts');
+  if (!c) return clear(el);
+  const item = (cls: string, label: string, value: string, title: string) =>
+    h('span', { class: `count ${cls}`, title }, h('span', { class: 'label' }, label), h('span', { class: 'value' }, value));
+  replace(el,
+    item('ready', 'Ready', num(c.ready), 'Ready to be delivered'),
+    item('delayed', 'Delayed', num(c.delayed), 'Not visible until their delay ends'),
+    item('leased', 'In flight', num(c.leased), 'Leased by a consumer'),
+    item('dead', 'Dead', num(c.dead), 'In the dead-letter queue'),
+    item('wait', 'Oldest wait', duration(c.oldestReadyAgeMs), 'How long the oldest ready message has waited'));
+  $('dead-pill').textContent = c.dead ? num(c.dead) : '';
+  renderStateChips();
+  if (st.tab === 'metrics') renderCards();
+}
+
+function renderStateChips() {
+  const el = $('state-filter');
+  const c = st.counts;
+  replace(el, ALL_STATES.map((s) =>
+    h('button', { type: 'button', class: `chip state-${s}`, 'data-state': s, 'aria-pressed': st.states.has(s) ? 'true' : 'false' },
+      STATE_LABEL[s], c ? h('span', { class: 'chip-count' }, num(c[s])) : null)));
+}
+
+// ---- tabs -----------------------------------------------------------------------------------
+
+function setTab(tab: Tab, load = true) {
+  st.tab = tab;
+  for (const t of TABS) {
+    const b = $(`tab-${t}`);
+    b.setAttribute('aria-selected', t === tab ? 'true' : 'false');
+    show($(`view-${t}`), t === tab);
+  }
+  persist();
+  if (load) void refreshTab();
+}
+
+async function refreshTab() {
+  switch (st.tab) {
+    case 'messages':
+      return loadMessages();
+    case 'dead':
+      return loadDead();
+    case 'metrics':
+      return loadStats();
+    case 'audit':
+      return loadAudit();
+    default:
+      return;
+  }
+}
+
+// ---- messages list --------------------------------------------------------------------------
+
+function stateBadge(s: MessageState) {
+  return h('span', { class: `badge state-${s}` }, STATE_LABEL[s]);
+}
+
+function whenCell(m: MessageView) {
+  const t = now();
+  if (m.state === 'leased' && m.leaseUntil) return h('span', { title: `Lease ends ${isoTime(m.leaseUntil)}` }, `lease ends ${relative(m.leaseUntil, t)}`);
+  if (m.state === 'delayed') return h('span', { title: isoTime(m.visibleAt) }, `visible ${relative(m.visibleAt, t)}`);
+  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, `dead ${relative(m.deadAt, t)}`);
+  return h('span', { title: isoTime(m.visibleAt) }, 'visible');
+}
+
+function resetPaging(p: Paged) {
+  p.cursors = [undefined];
+  p.index = 0;
+}
+
+async function loadMessages() {
+  const p = st.msg;
+  const seq = ++p.seq;
+  try {
+    const page = await request('peek', { states: [...st.states], search: st.search || undefined, cursor: p.cursors[p.index], limit: st.pageSize });
+    if (seq !== p.seq) return;
+    if (page.messages.length === 0 && p.index > 0) {
+      // The page emptied under us (acked, purged): go back one.
+      p.index--;
+      return loadMessages();
+    }
+    p.page = page;
+    p.cursors[p.index + 1] = page.next ?? undefined;
+    p.cursors.length = p.index + 2;
+    renderMessages();
+    setUp();
+    if (p.detailId && st.tab === 'messages') void loadDetail('messages', p.detailId, false);
+  } catch (e) {
+    if (seq === p.seq) fail(e, 'Could not list messages');
+  }
+}
+
+function renderMessages() {
+  const p = st.msg;
+  const page = p.page;
+  const rows = $('msg-rows');
+  if (!page) return;
+  replace(rows, page.messages.map((m) => {
+    const tr = h('tr', { 'data-id': m.id, tabindex: 0, class: m.id === p.detailId ? 'active' : null },
+      h('td', { class: 'check' }, h('input', { type: 'checkbox', 'data-id': m.id, 'aria-label': `Select ${m.id}`, checked: p.selected.has(m.id) })),
+      h('td', { class: 'id mono', title: m.id }, shortId(m.id)),
+      h('td', null, stateBadge(m.state)),
+      h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))),
+      h('td', { class: 'num' }, num(m.attempts)),
+      h('td', { title: isoTime(m.enqueuedAt) }, relative(m.enqueuedAt, now())),
+      h('td', null, whenCell(m)));
+    return tr;
+  }));
+  const empty = $('msg-empty');
+  const filtered = st.search || st.states.size < ALL_STATES.length;
+  empty.textContent = filtered ? 'No message matches the filter.' : 'The queue is empty. Push a test message from the Push tab.';
+  show(empty, page.messages.length === 0);
+  const start = p.index * st.pageSize;
+  $('msg-range').textContent = page.messages.length
+    ? `${num(start + 1)}–${num(start + page.messages.length)} of ${num(page.total)}`
+    : `0 of ${num(page.total)}`;
+  ($('msg-prev') as HTMLButtonElement).disabled = p.index === 0;
+  ($('msg-next') as HTMLButtonElement).disabled = !page.next;
+  syncSelection('msg');
+}
+
+function syncSelection(which: 'msg' | 'dead') {
+  const p = which === 'msg' ? st.msg : st.dead;
+  const ids = p.page?.messages.map((m) => m.id) ?? [];
+  const all = $input(`${which}-select-page`);
+  const onPage = ids.filter((id) => p.selected.has(id)).length;
+  all.checked = ids.length > 0 && onPage === ids.length;
+  all.indeterminate = onPage > 0 && onPage < ids.length;
+  const n = p.selected.size;
+  if (which === 'msg') {
+    const b = $('msg-export-selected') as HTMLButtonElement;
+    b.disabled = n === 0;
+    b.textContent = n ? `Export selected (${num(n)})` : 'Export selected';
+  } else {
+    const r = $('dead-replay-selected') as HTMLButtonElement;
+    const d = $('dead-discard-selected') as HTMLButtonElement;
+    r.disabled = d.disabled = n === 0;
+    r.textContent = n ? `Replay selected (${num(n)})` : 'Replay selected';
+    d.textContent = n ? `Discard selected (${num(n)})` : 'Discard selected';
+    $('dead-selection').textContent = n ? `${num(n)} selected` : '';
+  }
+}
+
+// ---- detail ---------------------------------------------------------------------------------
+
+function field(label: string, value: Node | string | null | undefined, cls?: string) {
+  if (value === null || value === undefined || value === '') return null;
+  return [h('dt', null, label), h('dd', { class: cls ?? null }, value)];
+}
+
+function timeNode(at: number | null) {
+  if (!at) return null;
+  return h('span', { title: isoTime(at) }, `${isoTime(at)} (${relative(at, now())})`);
+}
+
+function renderDetail(target: HTMLElement, m: MessageView | null, id: string) {
+  if (!m) {
+    replace(target, h('div', { class: 'placeholder' }, `Message ${id} is gone (acked, replayed or purged).`));
+    return;
+  }
+  const actions = h('div', { class: 'detail-actions' });
+  if (m.state === 'dead') {
+    actions.appendChild(h('button', { type: 'button', 'data-action': 'replay-one', 'data-id': m.id }, 'Replay'));
+    actions.appendChild(h('button', { type: 'button', class: 'danger secondary', 'data-action': 'discard-one', 'data-id': m.id }, 'Discard'));
+  }
+  actions.appendChild(h('button', { type: 'button', class: 'secondary', 'data-action': 'export-one', 'data-id': m.id }, 'Export'));
+  actions.appendChild(h('button', { type: 'button', class: 'secondary', 'data-action': 'copy-body', 'data-id': m.id }, 'Copy body'));
+  replace(target,
+    h('div', { class: 'detail-head' }, h('span', { class: 'mono detail-id' }, m.id), stateBadge(m.state)),
+    actions,
+    h('dl', { class: 'facts' },
+      field('Attempts', num(m.attempts)),
+      field('Enqueued', timeNode(m.enqueuedAt)),
+      field(m.state === 'delayed' ? 'Visible at' : 'Visible since', timeNode(m.visibleAt)),
+      field('Lease ends', timeNode(m.leaseUntil)),
+      field('Dead since', timeNode(m.deadAt)),
+      field('Dead reason', m.deadReason, 'reason'),
+      field('Dedupe key', m.dedupeKey, 'mono'),
+      field('Content type', m.contentType, 'mono'),
+      field('Ordering key', m.orderingKey, 'mono'),
+      field('Size', `${num(m.sizeBytes)} bytes`)),
+    m.lastError ? [h('h3', null, 'Last error'), h('pre', { class: 'last-error' }, m.lastError)] : null,
+    h('h3', null, 'Body'),
+    jsonBlock(m.body, 'json body-json'),
+    h('h3', null, 'Attributes'),
+    m.attributes && Object.keys(m.attributes).length ? jsonBlock(m.attributes, 'json attributes-json') : h('div', { class: 'muted' }, 'none'),
+    m.meta !== null && m.meta !== undefined ? [h('h3', null, 'Meta'), jsonBlock(m.meta)] : null);
+  detailCache.set(m.id, m);
+}
+
+const detailCache = new Map<string, MessageView>();
+
+async function loadDetail(which: 'messages' | 'dead', id: string, loading = true) {
+  const p = which === 'messages' ? st.msg : st.dead;
+  const target = $(which === 'messages' ? 'detail' : 'dead-detail');
+  p.detailId = id;
+  $(which === 'messages' ? 'msg-rows' : 'dead-rows').querySelectorAll('tr').forEach((tr) => tr.classList.toggle('active', tr.getAttribute('data-id') === id));
+  if (loading) {
+    const fromPage = p.page?.messages.find((m) => m.id === id);
+    if (fromPage) renderDetail(target, fromPage, id);
+  }
+  try {
+    const m = await request('message.get', { id });
+    if (p.detailId !== id) return;
+    renderDetail(target, m, id);
+  } catch (e) {
+    fail(e, 'Could not load the message');
+  }
+}
+
+// ---- dead letters ---------------------------------------------------------------------------
+
+async function loadDead() {
+  const p = st.dead;
+  const seq = ++p.seq;
+  try {
+    const page = await request('dead.list', { cursor: p.cursors[p.index], limit: st.pageSize });
+    if (seq !== p.seq) return;
+    if (page.messages.length === 0 && p.index > 0) {
+      p.index--;
+      return loadDead();
+    }
+    p.page = page;
+    p.cursors[p.index + 1] = page.next ?? undefined;
+    p.cursors.length = p.index + 2;
+    renderDead();
+    setUp();
+    if (p.detailId && st.tab === 'dead') void loadDetail('dead', p.detailId, false);
+  } catch (e) {
+    if (seq === p.seq) fail(e, 'Could not list dead letters');
+  }
+}
+
+function renderDead() {
+  const p = st.dead;
+  const page = p.page;
+  if (!page) return;
+  // Forget selected ids that are no longer dead letters on this page's refresh only when gone entirely.
+  replace($('dead-rows'), page.messages.map((m) =>
+    h('tr', { 'data-id': m.id, tabindex: 0, class: m.id === p.detailId ? 'active' : null },
+      h('td', { class: 'check' }, h('input', { type: 'checkbox', 'data-id': m.id, 'aria-label': `Select ${m.id}`, checked: p.selected.has(m.id) })),
+      h('td', { class: 'id mono', title: m.id }, shortId(m.id)),
+      h('td', null, h('span', { class: 'reason' }, m.deadReason ?? '—')),
+      h('td', { class: 'error-col', title: m.lastError ?? '' }, m.lastError ?? ''),
+      h('td', { class: 'num' }, num(m.attempts)),
+      h('td', { title: m.deadAt ? isoTime(m.deadAt) : '' }, m.deadAt ? relative(m.deadAt, now()) : ''),
+      h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))))));
+  const empty = $('dead-empty');
+  empty.textContent = 'No dead letters. Messages land here when their deliveries run out.';
+  show(empty, page.messages.length === 0);
+  const start = p.index * st.pageSize;
+  $('dead-range').textContent = page.messages.length ? `${num(start + 1)}–${num(start + page.messages.length)} of ${num(page.total)}` : `0 of ${num(page.total)}`;
+  ($('dead-prev') as HTMLButtonElement).disabled = p.index === 0;
+  ($('dead-next') as HTMLButtonElement).disabled = !page.next;
+  ($('dead-replay-all') as HTMLButtonElement).disabled = page.total === 0;
+  ($('dead-purge-all') as HTMLButtonElement).disabled = page.total === 0;
+  syncSelection('dead');
+}
+
+async function busy<T>(button: HTMLButtonElement | null, label: string, run: () => Promise<T>): Promise<T | undefined> {
+  const old = button?.textContent ?? '';
+  if (button) {
+    button.disabled = true;
+    button.textContent = label;
+    button.classList.add('busy');
+  }
+  try {
+    return await run();
+  } finally {
+    if (button) {
+      button.textContent = old;
+      button.disabled = false;
+      button.classList.remove('busy');
+    }
+  }
+}
+
+const onProgress = (e: Extract<PanelEvent, { event: 'progress' }>) =>
+  toast(e.total ? `${e.label} ${num(e.done)} of ${num(e.total)}…` : `${e.label} ${num(e.done)}…`, 'progress', true);
+
+async function replay(ids: string[] | 'all', button: HTMLButtonElement | null) {
+  try {
+    const r = await busy(button, 'Replaying…', () => request('dead.replay', ids === 'all' ? { all: true } : { ids }, onProgress));
+    if (!r) return;
+    toast(`Replayed ${num(r.replayed)} ${r.replayed === 1 ? 'message' : 'messages'}.`);
+    if (ids === 'all') st.dead.selected.clear();
+    else for (const id of ids) st.dead.selected.delete(id);
+    scheduleRefresh(0);
+  } catch (e) {
+    fail(e, 'Replay failed');
+  }
+}
+
+async function discard(ids: string[] | 'all', button: HTMLButtonElement | null) {
+  try {
+    const r = await busy(button, ids === 'all' ? 'Purging…' : 'Discarding…', () => request('dead.purge', ids === 'all' ? { all: true } : { ids }, onProgress));
+    if (!r) return;
+    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} dead ${r.purged === 1 ? 'letter' : 'letters'}.`);
+    if (ids === 'all') st.dead.selected.clear();
+    else for (const id of ids) st.dead.selected.delete(id);
+    scheduleRefresh(0);
+  } catch (e) {
+    fail(e, ids === 'all' ? 'Purge failed' : 'Discard failed');
+  }
+}
+
+async function exportMessages(ids: string[] | null, button: HTMLButtonElement | null) {
+  const format = ($('msg-export-format') as HTMLSelectElement).value === 'ndjson' ? 'ndjson' : 'json';
+  try {
+    const r = await busy(button, 'Exporting…', () =>
+      request('export', ids ? { format, ids } : { format, states: [...st.states], search: st.search || undefined }, onProgress));
+    if (r) toast(`Exported ${num(r.exported)} ${r.exported === 1 ? 'message' : 'messages'} to ${r.target}`);
+  } catch (e) {
+    fail(e, 'Export failed');
+  }
+}
+
+// ---- push -----------------------------------------------------------------------------------
+
+const PUSH_FIELDS: (keyof PushForm)[] = ['body', 'delaySeconds', 'dedupeKey', 'attributes', 'count'];
+const PUSH_INPUT: Record<keyof PushForm, string> = { body: 'push-body', delaySeconds: 'push-delay', dedupeKey: 'push-dedupe', attributes: 'push-attributes', count: 'push-count' };
+
+function readPushForm(): PushForm {
+  const v = (k: keyof PushForm) => ($(PUSH_INPUT[k]) as HTMLInputElement | HTMLTextAreaElement).value;
+  return { body: v('body'), delaySeconds: v('delaySeconds'), dedupeKey: v('dedupeKey'), attributes: v('attributes'), count: v('count') };
+}
+
+function showPushErrors(errors: FieldErrors, only?: (keyof PushForm)[]) {
+  for (const k of only ?? PUSH_FIELDS) {
+    const msg = errors[k] ?? '';
+    $(`push-${k}-error`).textContent = msg;
+    const input = $(PUSH_INPUT[k]);
+    input.classList.toggle('invalid', !!msg);
+    if (msg) input.setAttribute('aria-invalid', 'true');
+    else input.removeAttribute('aria-invalid');
+  }
+}
+
+function validatePush(only?: (keyof PushForm)[]) {
+  const v = validatePushForm(readPushForm());
+  showPushErrors(v.ok ? {} : v.errors, only);
+  return v;
+}
+
+async function sendPush() {
+  const v = validatePush();
+  const result = $('push-result');
+  if (!v.ok) {
+    result.textContent = 'Not sent: fix the fields marked in red.';
+    result.className = 'error-text';
+    const first = PUSH_FIELDS.find((k) => v.errors[k]);
+    if (first) $(PUSH_INPUT[first]).focus();
+    return;
+  }
+  const button = $('push-send') as HTMLButtonElement;
+  result.textContent = '';
+  try {
+    const r = await busy(button, v.plan.count > 1 ? `Sending ${num(v.plan.count)}…` : 'Sending…', () => request('push', readPushForm(), onProgress));
+    if (!r) return;
+    result.className = 'ok-text';
+    const parts = [`Sent ${num(r.sent)} ${r.sent === 1 ? 'message' : 'messages'}`];
+    if (r.deduped) parts.push(`${num(r.deduped)} deduplicated (the key was already used)`);
+    result.textContent = `${parts.join(', ')}.${r.ids.length === 1 ? ` id ${r.ids[0]}` : ''}`;
+    show($('toast'), false);
+    scheduleRefresh(0);
+  } catch (e) {
+    result.className = 'error-text';
+    result.textContent = e instanceof RequestError ? `Not sent: ${e.message}` : `Not sent: ${String(e)}`;
+  }
+}
+
+// ---- metrics / audit ------------------------------------------------------------------------
+
+function renderCards() {
+  const c = st.counts;
+  const lag = st.lag ?? [];
+  const peak = lag.reduce((m, x) => Math.max(m, x.peakDepth), 0);
+  const wait = lag.reduce((m, x) => Math.max(m, x.maxWaitMs), 0);
+  const card = (label: string, value: string, sub: string, cls = '') => h('div', { class: `card ${cls}` }, h('div', { class: 'card-label' }, label), h('div', { class: 'card-value' }, value), h('div', { class: 'card-sub' }, sub));
+  replace($('metric-cards'),
+    card('Depth', c ? num(c.depth) : '—', c ? `${num(c.ready)} ready · ${num(c.delayed)} delayed` : '', 'depth'),
+    card('In flight', c ? num(c.leased) : '—', 'leased now'),
+    card('Dead', c ? num(c.dead) : '—', 'in the dead-letter queue', 'dead'),
+    card('Oldest wait', c ? duration(c.oldestReadyAgeMs) : '—', 'of a ready message', 'wait'),
+    card('24 h peak depth', num(peak), 'highest in a half hour', 'depth'),
+    card('24 h longest wait', duration(wait), 'of the oldest message', 'wait'));
+}
+
+async function loadStats() {
+  try {
+    const r = await request('stats', {});
+    st.skew = r.now - Date.now();
+    st.counts = r.counts;
+    st.lag = r.lagHistory;
+    renderCounts();
+    renderCards();
+    renderChart($('chart'), $('chart-tip'), r.lagHistory);
+    setUp();
+  } catch (e) {
+    fail(e, 'Could not load metrics');
+  }
+}
+
+const ACTION_LABEL: Record<string, string> = { replay: 'Replay', purge_dead: 'Purge dead letters', purge: 'Purge live messages', delete_queue: 'Delete queue' };
+
+async function loadAudit() {
+  try {
+    const r = await request('audit.list', { limit: 200 });
+    st.audit = r.entries;
+    const entries = [...r.entries].sort((a, b) => b.at - a.at || b.id - a.id);
+    replace($('audit-rows'), entries.map((e) =>
+      h('tr', null,
+        h('td', { title: isoTime(e.at) }, `${isoTime(e.at)} · ${relative(e.at, now())}`),
+        h('td', null, h('span', { class: `action action-${e.action}` }, ACTION_LABEL[e.action] ?? e.action)),
+        h('td', { class: 'num' }, num(e.count)),
+        h('td', { class: 'mono', title: e.token }, shortId(e.token)),
+        h('td', { class: 'muted' }, e.detail ?? ''))));
+    show($('audit-empty'), entries.length === 0);
+    setUp();
+  } catch (e) {
+    fail(e, 'Could not load the audit log');
+  }
+}
+
+// ---- live -----------------------------------------------------------------------------------
+
+let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+function scheduleRefresh(ms = 300) {
+  if (refreshTimer) clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => {
+    refreshTimer = undefined;
+    void refreshTab();
+  }, ms);
+}
+
+function onHostEvent(e: PanelEvent) {
+  switch (e.event) {
+    case 'changed':
+      if (e.counts) {
+        st.counts = e.counts;
+        renderCounts();
+      }
+      $('live').classList.add('pulse');
+      setTimeout(() => $('live').classList.remove('pulse'), 600);
+      scheduleRefresh();
+      return;
+    case 'progress':
+      progressListeners.get(e.requestId)?.(e);
+      return;
+    case 'connection':
+      if (e.state === 'down') setDown(e.message ?? 'disconnected');
+      else {
+        setUp();
+        scheduleRefresh(0);
+      }
+      return;
+    case 'deleted':
+      st.deleted = true;
+      $('banner-text').textContent = 'This queue was deleted.';
+      show($('banner-retry'), false);
+      show($('banner'), true);
+      return;
+  }
+}
+
+async function init() {
+  try {
+    const r = await request('init', {});
+    st.queue = r.queue;
+    st.counts = r.queue.counts;
+    $('queue-dialect').textContent = r.queue.dialect;
+    $('queue-dialect').title = `${r.queue.dialect} dialect · lease ${duration(r.queue.policy.leaseMs)} · ${r.queue.policy.maxDeliveries} deliveries before dead`;
+    renderCounts();
+    setUp();
+    await refreshTab();
+  } catch (e) {
+    if (e instanceof RequestError && e.code === 'not_found') {
+      $('banner-text').textContent = `Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`;
+      show($('banner'), true);
+    } else fail(e, 'Could not open the queue');
+  }
+}
+
+// ---- wiring ---------------------------------------------------------------------------------
+
+function rowClicks(which: 'msg' | 'dead') {
+  const p = which === 'msg' ? st.msg : st.dead;
+  const tbody = $(`${which}-rows`);
+  tbody.addEventListener('click', (ev) => {
+    const t = ev.target as HTMLElement;
+    const tr = t.closest('tr');
+    const id = tr?.getAttribute('data-id');
+    if (!id) return;
+    if (t instanceof HTMLInputElement && t.type === 'checkbox') {
+      if (t.checked) p.selected.add(id);
+      else p.selected.delete(id);
+      syncSelection(which);
+      return;
+    }
+    if (t.closest('td.check')) return;
+    void loadDetail(which === 'msg' ? 'messages' : 'dead', id);
+  });
+  tbody.addEventListener('keydown', (ev) => {
+    const tr = (ev.target as HTMLElement).closest('tr');
+    if (!tr) return;
+    if (ev.key === 'Enter' || ev.key === ' ') {
+      ev.preventDefault();
+      const id = tr.getAttribute('data-id');
+      if (id) void loadDetail(which === 'msg' ? 'messages' : 'dead', id);
+    } else if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+      ev.preventDefault();
+      const next = (ev.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling) as HTMLElement | null;
+      if (next) {
+        next.focus();
+        const id = next.getAttribute('data-id');
+        if (id) void loadDetail(which === 'msg' ? 'messages' : 'dead', id);
+      }
+    }
+  });
+  $input(`${which}-select-page`).addEventListener('change', (ev) => {
+    const on = (ev.target as HTMLInputElement).checked;
+    for (const m of p.page?.messages ?? []) on ? p.selected.add(m.id) : p.selected.delete(m.id);
+    tbody.querySelectorAll<HTMLInputElement>('input[type=checkbox]').forEach((box) => (box.checked = on));
+    syncSelection(which);
+  });
+  $(`${which}-prev`).addEventListener('click', () => {
+    if (p.index > 0) {
+      p.index--;
+      void (which === 'msg' ? loadMessages() : loadDead());
+    }
+  });
+  $(`${which}-next`).addEventListener('click', () => {
+    if (p.page?.next) {
+      p.index++;
+      p.cursors[p.index] = p.page.next;
+      void (which === 'msg' ? loadMessages() : loadDead());
+    }
+  });
+}
+
+function detailClicks(id: string) {
+  $(id).addEventListener('click', (ev) => {
+    const b = (ev.target as HTMLElement).closest('button[data-action]') as HTMLButtonElement | null;
+    if (!b) return;
+    const mid = b.getAttribute('data-id') ?? '';
+    switch (b.getAttribute('data-action')) {
+      case 'replay-one':
+        return void replay([mid], b);
+      case 'discard-one':
+        return void discard([mid], b);
+      case 'export-one':
+        return void exportMessages([mid], b);
+      case 'copy-body': {
+        const m = detailCache.get(mid);
+        if (m) void navigator.clipboard?.writeText(JSON.stringify(m.body, null, 2)).then(() => toast('Body copied.'), () => toast('Could not copy.', 'error'));
+        return;
+      }
+    }
+  });
+}
+
+function wire() {
+  for (const t of TABS) $(`tab-${t}`).addEventListener('click', () => setTab(t));
+  $('state-filter').addEventListener('click', (ev) => {
+    const b = (ev.target as HTMLElement).closest('button[data-state]');
+    if (!b) return;
+    const s = b.getAttribute('data-state') as MessageState;
+    if (st.states.has(s)) {
+      if (st.states.size === 1) return; // keep at least one
+      st.states.delete(s);
+    } else st.states.add(s);
+    renderStateChips();
+    resetPaging(st.msg);
+    persist();
+    void loadMessages();
+  });
+  const search = $input('search');
+  search.value = st.search;
+  let searchTimer: ReturnType<typeof setTimeout> | undefined;
+  search.addEventListener('input', () => {
+    if (searchTimer) clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => {
+      st.search = search.value.trim();
+      resetPaging(st.msg);
+      persist();
+      void loadMessages();
+    }, 250);
+  });
+  const size = $('msg-page-size') as HTMLSelectElement;
+  replace(size, PAGE_SIZES.map((n) => h('option', { value: n, selected: n === st.pageSize }, String(n))));
+  size.addEventListener('change', () => {
+    st.pageSize = Number(size.value);
+    resetPaging(st.msg);
+    resetPaging(st.dead);
+    persist();
+    void refreshTab();
+  });
+  rowClicks('msg');
+  rowClicks('dead');
+  detailClicks('detail');
+  detailClicks('dead-detail');
+  $('msg-export-selected').addEventListener('click', (ev) => void exportMessages([...st.msg.selected], ev.currentTarget as HTMLButtonElement));
+  $('msg-export-all').addEventListener('click', (ev) => void exportMessages(null, ev.currentTarget as HTMLButtonElement));
+  $('msg-purge').addEventListener('click', async (ev) => {
+    try {
+      const r = await busy(ev.currentTarget as HTMLButtonElement, 'Purging…', () => request('purge', {}));
+      if (r) toast(`Purged ${num(r.purged)} live ${r.purged === 1 ? 'message' : 'messages'}.`);
+      scheduleRefresh(0);
+    } catch (e) {
+      fail(e, 'Purge failed');
+    }
+  });
+  $('dead-replay-selected').addEventListener('click', (ev) => void replay([...st.dead.selected], ev.currentTarget as HTMLButtonElement));
+  $('dead-discard-selected').addEventListener('click', (ev) => void discard([...st.dead.selected], ev.currentTarget as HTMLButtonElement));
+  $('dead-replay-all').addEventListener('click', (ev) => void replay('all', ev.currentTarget as HTMLButtonElement));
+  $('dead-purge-all').addEventListener('click', (ev) => void discard('all', ev.currentTarget as HTMLButtonElement));
+  $('audit-refresh').addEventListener('click', () => void loadAudit());
+  $('banner-retry').addEventListener('click', () => void init());
+
+  const form = $('push-form') as HTMLFormElement;
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void sendPush();
+  });
+  let checkTimer: ReturnType<typeof setTimeout> | undefined;
+  for (const k of PUSH_FIELDS) {
+    $(PUSH_INPUT[k]).addEventListener('input', () => {
+      if (checkTimer) clearTimeout(checkTimer);
+      checkTimer = setTimeout(() => validatePush([k]), 200);
+    });
+  }
+  $('push-format').addEventListener('click', () => {
+    const ta = $(PUSH_INPUT.body) as HTMLTextAreaElement;
+    const v = validatePush(['body']);
+    if (v.ok) ta.value = JSON.stringify(v.plan.body, null, 2);
+  });
+  ($(PUSH_INPUT.body) as HTMLTextAreaElement).addEventListener('keydown', (ev) => {
+    if ((ev.ctrlKey || ev.metaKey) && ev.key === 'Enter') {
+      ev.preventDefault();
+      void sendPush();
+    }
+  });
+}
+
+wire();
+renderStateChips();
+setTab(st.tab, false);
+void init();
