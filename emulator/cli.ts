@@ -1,0 +1,299 @@
+#!/usr/bin/env node
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Connection as ConnectionT } from './clients/connection';
+import type { MessageView, QueueInfo } from './protocol';
+import { DEFAULT_PORT } from './protocol';
+
+// The `quayside` command: `start` runs an emulator; the others talk to a running one.
+
+const USAGE = `quayside <command> [options]
+
+  start        run the emulator        --port ${DEFAULT_PORT} --host 127.0.0.1 --data .quayside | --memory
+                                       --token T --clock virtual --durability normal|full --free-tier
+                                       --config quayside.json --json --exit-with-parent
+  queues       list queues             [--ns NAMESPACE]
+  create Q     create a queue          --ns NAMESPACE --dialect cache|env|sync
+  delete Q     delete a queue          --ns NAMESPACE --yes
+  push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] (BODY "-" reads stdin)
+  peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N]
+  dead Q       list dead letters       --ns NAMESPACE [--limit N]
+  replay Q     dead letters → queue    --ns NAMESPACE [--ids a,b] [--max N]
+  purge-dead Q delete dead letters     --ns NAMESPACE [--ids a,b]
+  purge Q      delete live messages    --ns NAMESPACE --yes
+  audit        replays and purges      [--ns NAMESPACE] [--limit N]
+  advance MS   move a virtual clock
+
+Client commands take --url and --token (or QUAYSIDE_URL / QUAYSIDE_TOKEN) and --json.`;
+
+interface Args {
+  _: string[];
+  flags: Record<string, string | true>;
+}
+
+const BOOLEAN = new Set(['json', 'memory', 'yes', 'exit-with-parent', 'free-tier', 'help']);
+
+export function parseArgs(argv: string[]): Args {
+  const out: Args = { _: [], flags: {} };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') {
+      out._.push(...argv.slice(i + 1));
+      break;
+    }
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      const key = eq > 0 ? a.slice(2, eq) : a.slice(2);
+      if (eq > 0) out.flags[key] = a.slice(eq + 1);
+      else if (BOOLEAN.has(key) || i + 1 >= argv.length || argv[i + 1].startsWith('--')) out.flags[key] = true;
+      else out.flags[key] = argv[++i];
+    } else if (a === '-h') out.flags.help = true;
+    else out._.push(a);
+  }
+  return out;
+}
+
+class UsageError extends Error {}
+
+function flag(args: Args, name: string, alias?: string): string | undefined {
+  const v = args.flags[name] ?? (alias ? args.flags[alias] : undefined);
+  if (v === true) throw new UsageError(`--${name} needs a value`);
+  return v;
+}
+
+function intFlag(args: Args, name: string): number | undefined {
+  const v = flag(args, name);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number ≥ 0, got "${v}"`);
+  return n;
+}
+
+// ------------------------------------------------------------------ start
+
+async function start(args: Args): Promise<void> {
+  const asJson = args.flags.json === true;
+  const say = (event: Record<string, unknown>, text: string) => process.stdout.write(asJson ? JSON.stringify(event) + '\n' : text + '\n');
+  const fail = (code: string, message: string): never => {
+    if (asJson) process.stdout.write(JSON.stringify({ event: 'error', code, message }) + '\n');
+    else process.stderr.write(`quayside: ${message}\n`);
+    process.exit(code === 'usage' ? 64 : 2);
+  };
+  const port = intFlag(args, 'port') ?? (process.env.QUAYSIDE_PORT ? Number(process.env.QUAYSIDE_PORT) : DEFAULT_PORT);
+  const host = flag(args, 'host') ?? '127.0.0.1';
+  const memory = args.flags.memory === true;
+  const dataDir = memory ? undefined : path.resolve(flag(args, 'data') ?? '.quayside');
+  const clockFlag = flag(args, 'clock') ?? 'system';
+  if (clockFlag !== 'system' && clockFlag !== 'virtual') fail('usage', `--clock must be system or virtual, got "${clockFlag}"`);
+  const durability = flag(args, 'durability') ?? 'normal';
+  if (durability !== 'normal' && durability !== 'full') fail('usage', `--durability must be normal or full, got "${durability}"`);
+
+  let mod: typeof import('./emulator');
+  try {
+    mod = require('./emulator') as typeof import('./emulator');
+  } catch (e) {
+    const msg = (e as Error).message;
+    if (/better_sqlite3|better-sqlite3|NODE_MODULE_VERSION|invalid ELF|was compiled against/i.test(msg)) {
+      fail('native_module', `better-sqlite3 does not load under Node ${process.version} (${msg.split('\n')[0]}). Fix: run \`npm i -D quayside\` in your workspace (it builds for your Node), or point quayside.nodePath at the Node it was built for.`);
+    }
+    throw e;
+  }
+  let emu: Awaited<ReturnType<typeof mod.startEmulator>>;
+  try {
+    emu = await mod.startEmulator({
+      port, host, dataDir, memory,
+      clock: clockFlag as 'system' | 'virtual',
+      token: flag(args, 'token') ?? process.env.QUAYSIDE_TOKEN ?? undefined,
+      durability: durability as 'normal' | 'full',
+      freeTier: args.flags['free-tier'] === true,
+    });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException & { problem?: string };
+    if (err.code === 'EADDRINUSE') return fail('port_in_use', `port ${port} on ${host} is in use; choose another with --port (0 picks a free one)`);
+    if (err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') return fail('listen', `cannot listen on ${host}:${port}: ${err.message}`);
+    if (err.name === 'StoreOpenError') return fail('data_dir', err.message);
+    if (err.code === 'SQLITE_READONLY' || err.code === 'SQLITE_CANTOPEN' || err.code === 'SQLITE_FULL' || err.code === 'SQLITE_IOERR') {
+      return fail('data_dir', `the data directory ${dataDir} cannot be used: ${err.message}`);
+    }
+    return fail('start', err.message);
+  }
+  const configFile = flag(args, 'config') ?? (fs.existsSync('quayside.json') ? 'quayside.json' : undefined);
+  if (configFile) {
+    try {
+      const { applyWorkspaceConfig } = require('./workspace-config') as { applyWorkspaceConfig: (engine: unknown, file: string) => Promise<unknown> };
+      await applyWorkspaceConfig(emu.engine, path.resolve(configFile));
+    } catch (e) {
+      await emu.close();
+      return fail('config', `${configFile}: ${(e as Error).message}`);
+    }
+  }
+  say(
+    { event: 'listening', url: emu.url, http: emu.httpUrl, token: emu.token, pid: process.pid, dataDir: dataDir ?? null, clock: clockFlag },
+    `Quayside emulator listening on ${emu.url} (HTTP ${emu.httpUrl}), data ${dataDir ? 'in ' + path.relative(process.cwd(), dataDir) + '/' : 'in memory'}${clockFlag === 'virtual' ? ', virtual clock' : ''}\n` +
+      `  export QUAYSIDE_URL=${emu.url}\n  export QUAYSIDE_TOKEN=${emu.token}\nCtrl-C stops it.`,
+  );
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    if (!asJson) process.stderr.write(`quayside: ${why}, stopping\n`);
+    const force = setTimeout(() => process.exit(0), 3000);
+    force.unref();
+    await emu.close().catch(() => {});
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  if (args.flags['exit-with-parent'] === true) {
+    // The parent holds our stdin open; when it dies the pipe closes and we go too.
+    process.stdin.on('end', () => void stop('parent exited'));
+    process.stdin.on('close', () => void stop('parent exited'));
+    process.stdin.resume();
+  }
+}
+
+// ------------------------------------------------------------------ client commands
+
+function table(rows: (string | number)[][], head: string[]): string {
+  const all = [head, ...rows.map((r) => r.map(String))];
+  const widths = head.map((_, i) => Math.max(...all.map((r) => String(r[i]).length)));
+  return all.map((r) => r.map((c, i) => String(c).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+}
+
+const when = (t: number | null) => (t === null ? '' : new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+const short = (v: unknown, n = 60) => {
+  const s = JSON.stringify(v);
+  return s.length > n ? s.slice(0, n - 1) + '…' : s;
+};
+
+function need(args: Args, i: number, what: string): string {
+  const v = args._[i];
+  if (v === undefined) throw new UsageError(`missing ${what}`);
+  return v;
+}
+
+function ns(args: Args): string {
+  const v = flag(args, 'ns', 'namespace') ?? process.env.QUAYSIDE_NAMESPACE;
+  if (!v) throw new UsageError('--ns NAMESPACE is required');
+  return v;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function client(cmd: string, args: Args): Promise<void> {
+  const { Connection } = require('./clients/connection') as typeof import('./clients/connection');
+  const conn: ConnectionT = new Connection({ url: flag(args, 'url'), token: flag(args, 'token'), client: 'quayside-cli', connectTimeoutMs: 2000 });
+  const asJson = args.flags.json === true;
+  const out = (data: unknown, text: string) => process.stdout.write((asJson ? JSON.stringify(data, null, 2) : text) + '\n');
+  try {
+    switch (cmd) {
+      case 'queues': {
+        const namespace = flag(args, 'ns', 'namespace');
+        const { queues } = await conn.request('queue.list', namespace ? { namespace } : {});
+        out(queues, queues.length === 0 ? 'no queues' : table(queues.map((q: QueueInfo) => [q.namespace, q.name, q.dialect, q.counts.ready, q.counts.delayed, q.counts.leased, q.counts.dead]), ['NAMESPACE', 'QUEUE', 'DIALECT', 'READY', 'DELAYED', 'IN FLIGHT', 'DEAD']));
+        break;
+      }
+      case 'create': {
+        const dialect = flag(args, 'dialect') ?? 'cache';
+        const q = await conn.request('queue.create', { namespace: ns(args), queue: need(args, 1, 'queue name'), dialect: dialect as 'cache' });
+        out(q, `created ${q.dialect} queue ${q.name} in ${q.namespace} (id ${q.id})`);
+        break;
+      }
+      case 'delete': {
+        const queue = need(args, 1, 'queue name');
+        if (args.flags.yes !== true) throw new UsageError(`deleting ${queue} drops all its messages; add --yes to confirm`);
+        out(await conn.request('queue.delete', { namespace: ns(args), queue }), `deleted ${queue}`);
+        break;
+      }
+      case 'push': {
+        const queue = need(args, 1, 'queue name');
+        const text = need(args, 2, 'BODY (JSON, or - for stdin)');
+        const raw = text === '-' ? await readStdin() : text;
+        let body: unknown;
+        try {
+          body = JSON.parse(raw);
+        } catch (e) {
+          throw new UsageError(`BODY is not JSON: ${(e as Error).message}`);
+        }
+        const r = await conn.request('push', { namespace: ns(args), queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), create: 'cache' });
+        out(r, r.deduped ? `deduped: ${r.id} already holds that key` : `pushed ${r.id}`);
+        break;
+      }
+      case 'peek': {
+        const state = flag(args, 'state');
+        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: state ? (state.split(',') as MessageView['state'][]) : undefined, limit: intFlag(args, 'limit') ?? 20 });
+        out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']));
+        break;
+      }
+      case 'dead': {
+        const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit') ?? 100 });
+        out(r, `${r.total} dead letter(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']));
+        break;
+      }
+      case 'replay': {
+        const ids = flag(args, 'ids');
+        const r = await conn.request('dead.replay', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: ids ? ids.split(',') : undefined, max: intFlag(args, 'max') });
+        out(r, `replayed ${r.replayed}`);
+        break;
+      }
+      case 'purge-dead': {
+        const ids = flag(args, 'ids');
+        const r = await conn.request('dead.purge', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: ids ? ids.split(',') : undefined });
+        out(r, `purged ${r.purged} dead letter(s)`);
+        break;
+      }
+      case 'purge': {
+        const queue = need(args, 1, 'queue name');
+        if (args.flags.yes !== true) throw new UsageError(`purging ${queue} deletes its ready, delayed and leased messages; add --yes to confirm`);
+        const r = await conn.request('purge', { namespace: ns(args), queue, confirm: queue });
+        out(r, `purged ${r.purged} message(s)`);
+        break;
+      }
+      case 'audit': {
+        const namespace = flag(args, 'ns', 'namespace');
+        const r = await conn.request('audit.list', { namespace, limit: intFlag(args, 'limit') ?? 50 });
+        out(r, table(r.entries.map((e) => [when(e.at), e.token, e.namespace, e.queue, e.action, e.count]), ['AT', 'TOKEN', 'NAMESPACE', 'QUEUE', 'ACTION', 'COUNT']));
+        break;
+      }
+      case 'advance': {
+        const ms = Number(need(args, 1, 'milliseconds'));
+        if (!Number.isFinite(ms) || ms < 0) throw new UsageError('MS must be a number ≥ 0');
+        const r = await conn.request('clock.advance', { ms });
+        out(r, `clock now ${when(r.now)}`);
+        break;
+      }
+      default:
+        throw new UsageError(`unknown command "${cmd}"`);
+    }
+  } finally {
+    await conn.close();
+  }
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const args = parseArgs(argv);
+  const cmd = args._[0];
+  if (!cmd || args.flags.help === true || cmd === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return;
+  }
+  try {
+    if (cmd === 'start') await start(args);
+    else await client(cmd, args);
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    if (e instanceof UsageError) {
+      process.stderr.write(`quayside: ${err.message}\n\n${USAGE}\n`);
+      process.exitCode = 64;
+    } else {
+      process.stderr.write(`quayside: ${err.code ? err.code + ': ' : ''}${err.message}\n`);
+      process.exitCode = err.code === 'unavailable' ? 69 : 1;
+    }
+  }
+}
+
+if (require.main === module) void main(process.argv.slice(2));
