@@ -63,6 +63,8 @@ const NOISE = [
   /^\[reconnection-grace-time\]/,
   /^Updating additional builtin extensions cache/,
   /^\[AgentHost:remote\]|^\[AccountPolicyGate\]/,
+  // Cancellations while the workbench stops the extension host after the run.
+  /_doStopExtensionHosts/,
 ];
 
 function log(...args) {
