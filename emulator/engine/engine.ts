@@ -894,6 +894,8 @@ export class Engine {
       this.timerAt = null;
       this.gc.run(() => this.applyDue()).catch(() => this.arm());
     }, delay);
+    // Due work alone must not keep a process alive (an in-process engine in a script or a test).
+    this.timer.unref?.();
   }
 
   /**
