@@ -1,0 +1,355 @@
+import { QuaysideError } from '../errors';
+import type { Delivery, LagStep, MessageView, QueueCounts } from '../protocol';
+import { Connection } from './connection';
+import type { Transport } from './transport';
+import { errorText, invalidArg, isAbort, isCode, optCount, optObject, optSeconds, optString, pause, throwIfAborted } from './common';
+
+// The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
+// deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
+
+export { QuaysideError };
+
+export interface CacheOptions {
+  /** `ws://host:port` of the emulator; defaults to `QUAYSIDE_URL`, then `ws://127.0.0.1:7433`. */
+  url?: string;
+  /** Defaults to `QUAYSIDE_TOKEN`. */
+  token?: string;
+  /** The namespace that scopes every queue of this cache. */
+  namespace: string;
+  /** Use this transport instead of opening a WebSocket connection (tests, embedding). */
+  transport?: Transport;
+}
+
+export interface PushOptions {
+  /** Make the message visible this many seconds from now (at most 12 hours). */
+  delaySeconds?: number;
+  /** A repeat key within an hour enqueues nothing and answers the first message's id. */
+  dedupeKey?: string;
+}
+
+export interface PushResult {
+  id: string;
+  /** true when a live dedupe key answered an earlier message's id and nothing was enqueued. */
+  deduped: boolean;
+}
+
+export interface PullOptions {
+  /** How many messages at most (default 10, at most 1000). */
+  max?: number;
+  /** The lease: how long each pulled message stays invisible to other consumers (default 30). */
+  visibilitySeconds?: number;
+  /** Hold the pull on the server until a message is ready or this many ms pass (default 0). */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface CacheMessage<T = unknown> {
+  id: string;
+  body: T;
+  /** Acks or nacks this delivery only, and only until its lease ends. */
+  receipt: string;
+  /** Deliveries so far, this one included (1 on the first delivery). */
+  attempts: number;
+  /** Epoch ms the message was pushed. */
+  enqueuedAt: number;
+  /** Epoch ms the lease ends (the message is invisible until then). */
+  leaseUntil: number;
+  /** The same instant as `leaseUntil`, by the name "visibility timeout" users know. */
+  visibleUntil: number;
+  dedupeKey: string | null;
+}
+
+export interface ConsumeOptions {
+  /** Batch size per pull (default 10). */
+  max?: number;
+  /** Lease per message (default 30). */
+  visibilitySeconds?: number;
+  /** How long a pull waits on an empty queue before polling again (default 1000 ms); held by the server, never a busy poll. */
+  idleMs?: number;
+  /** Abort to stop the loop cleanly: the batch in hand is finished, nothing is lost. */
+  signal?: AbortSignal;
+  /** Called with a handler's error before the message is nacked. */
+  onError?: (error: unknown, message: CacheMessage) => void;
+}
+
+export interface DeadLetter<T = unknown> {
+  id: string;
+  /** `timeout` when the last lease expired, `nack` when the handler gave it back. */
+  reason: string;
+  attempts: number;
+  /** Epoch ms it moved to the dead-letter queue. */
+  deadAt: number;
+  body: T;
+  enqueuedAt: number;
+  lastError: string | null;
+}
+
+export interface DeadLetterPage<T = unknown> {
+  messages: DeadLetter<T>[];
+  /** Dead letters in the queue in all. */
+  total: number;
+  /** Pass as `cursor` for the next page; null on the last. */
+  next: string | null;
+}
+
+export interface QueueStats {
+  /** ready + delayed */
+  depth: number;
+  ready: number;
+  delayed: number;
+  inFlight: number;
+  dead: number;
+  /** ms the oldest ready message has waited. */
+  oldestReadyAgeMs: number;
+  /** The last 24 hours in half-hour steps: peak depth and longest wait of the oldest message. */
+  lag_history: LagStep[];
+}
+
+export interface CacheQueue {
+  readonly name: string;
+  readonly namespace: string;
+  push<T = unknown>(body: T, opts?: PushOptions): Promise<PushResult>;
+  pull<T = unknown>(opts?: PullOptions): Promise<CacheMessage<T>[]>;
+  /** false when the receipt is stale (its lease ended or it was already settled). */
+  ack(receipt: string): Promise<boolean>;
+  /** Releases the message for another attempt now; false when the receipt is stale. */
+  nack(receipt: string): Promise<boolean>;
+  consume<T = unknown>(handler: (msg: CacheMessage<T>) => unknown, opts?: ConsumeOptions): Promise<void>;
+  deadLetters<T = unknown>(opts?: { limit?: number; cursor?: string }): Promise<DeadLetterPage<T>>;
+  /** Puts dead letters back on the queue with their attempts reset; the oldest 100 without ids. */
+  replay(opts?: { ids?: string[] }): Promise<{ replayed: number }>;
+  /** Deletes dead letters for good; all of them without ids. */
+  purgeDead(opts?: { ids?: string[] }): Promise<{ purged: number }>;
+  stats(): Promise<QueueStats>;
+}
+
+export interface Cache {
+  readonly namespace: string;
+  queue(name: string): CacheQueue;
+  /** Closes the connection (a later call reopens it). */
+  close(): Promise<void>;
+}
+
+const MAX_DELAY_S = 12 * 3600;
+const MAX_LEASE_S = 12 * 3600;
+
+export function createCache(opts: CacheOptions): Cache {
+  if (!opts || typeof opts !== 'object') throw invalidArg('createCache needs { namespace }');
+  const namespace = optString(opts.namespace, 'namespace');
+  if (namespace === undefined) throw invalidArg('createCache needs a namespace');
+  let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
+  const queues = new Map<string, CacheQueue>();
+  return {
+    namespace,
+    queue(name: string): CacheQueue {
+      const n = optString(name, 'queue name');
+      if (n === undefined) throw invalidArg('cache.queue(name) needs a name');
+      let q = queues.get(n);
+      if (!q) {
+        q = cacheQueue(() => transport, namespace, n);
+        queues.set(n, q);
+      }
+      return q;
+    },
+    async close() {
+      await transport.close();
+      if (!opts.transport) transport = new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
+    },
+  };
+}
+
+function toMessage<T>(d: Delivery): CacheMessage<T> {
+  return {
+    id: d.id,
+    body: d.body as T,
+    receipt: d.receipt,
+    attempts: d.attempts,
+    enqueuedAt: d.enqueuedAt,
+    leaseUntil: d.leaseUntil,
+    visibleUntil: d.leaseUntil,
+    dedupeKey: d.dedupeKey,
+  };
+}
+
+function toDead<T>(m: MessageView): DeadLetter<T> {
+  return {
+    id: m.id,
+    reason: m.deadReason ?? 'nack',
+    attempts: m.attempts,
+    deadAt: m.deadAt ?? 0,
+    body: m.body as T,
+    enqueuedAt: m.enqueuedAt,
+    lastError: m.lastError,
+  };
+}
+
+function idsOf(o: { ids?: unknown } | undefined): string[] | undefined {
+  if (o === undefined || o === null) return undefined;
+  if (typeof o !== 'object') throw invalidArg('expected { ids?: string[] }');
+  if (o.ids === undefined) return undefined;
+  if (!Array.isArray(o.ids) || !o.ids.every((x) => typeof x === 'string')) throw invalidArg('ids must be an array of message ids');
+  return o.ids;
+}
+
+function receiptArg(r: unknown): string {
+  if (typeof r !== 'string' || r.length === 0) throw invalidArg('a receipt must be the non-empty string a pulled message carries (msg.receipt)');
+  return r;
+}
+
+function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQueue {
+  const ref = { namespace, queue: name };
+
+  /** Reads on a queue nobody pushed to yet see an empty queue: it "exists as soon as you push". */
+  async function orEmpty<T>(p: Promise<T>, empty: T): Promise<T> {
+    try {
+      return await p;
+    } catch (e) {
+      if (isCode(e, 'not_found')) return empty;
+      throw e;
+    }
+  }
+
+  /** A pull that reports a missing queue as not_found. */
+  async function pullRaw<T>(o: PullOptions): Promise<CacheMessage<T>[]> {
+    optObject(o, 'pull options');
+    const max = optCount(o.max, 'max', 1, 1000) ?? 10;
+    const leaseMs = optSeconds(o.visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
+    const waitMs = optSeconds(o.waitMs === undefined ? undefined : o.waitMs / 1000, 'waitMs', { max: 20 * 60 });
+    throwIfAborted(o.signal);
+    const r = await t().request('pull', { ...ref, max, leaseMs, waitMs: waitMs || undefined }, { signal: o.signal });
+    return r.messages.map((d) => toMessage<T>(d));
+  }
+
+  const q: CacheQueue = {
+    name,
+    namespace,
+
+    async push(body, o = {}) {
+      optObject(o, 'push options');
+      const delayMs = optSeconds(o.delaySeconds, 'delaySeconds', { max: MAX_DELAY_S });
+      const dedupeKey = optString(o.dedupeKey, 'dedupeKey');
+      if (body === undefined) throw invalidArg('push(body) needs a body (any JSON value)');
+      const r = await t().request('push', { ...ref, body, delayMs, dedupeKey, create: 'cache' });
+      return { id: r.id, deduped: r.deduped };
+    },
+
+    async pull<T>(o: PullOptions = {}) {
+      return orEmpty(pullRaw<T>(o), []);
+    },
+
+    async ack(receipt) {
+      return (await t().request('ack', { receipt: receiptArg(receipt) })).ok;
+    },
+
+    async nack(receipt) {
+      return (await t().request('nack', { receipt: receiptArg(receipt) })).ok;
+    },
+
+    async consume<T>(handler: (msg: CacheMessage<T>) => unknown, o: ConsumeOptions = {}) {
+      if (typeof handler !== 'function') throw invalidArg('consume(handler) needs a handler function');
+      optObject(o, 'consume options');
+      const max = optCount(o.max, 'max', 1, 1000) ?? 10;
+      const visibilitySeconds = o.visibilitySeconds;
+      optSeconds(visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
+      const idleMs = optSeconds(o.idleMs === undefined ? undefined : o.idleMs / 1000, 'idleMs', { max: 20 * 60 }) ?? 1000;
+      const signal = o.signal;
+      let backoff = 50;
+      while (!signal?.aborted) {
+        let batch: CacheMessage<T>[];
+        try {
+          batch = await orNotFound(
+            pullRaw<T>({ max, visibilitySeconds, waitMs: idleMs, signal }),
+            // Nobody pushed yet: create the (empty) queue so the server can hold the next pull.
+            () => t().request('queue.create', { ...ref, dialect: 'cache', ifNotExists: true }).then(() => []),
+          );
+          backoff = 50;
+        } catch (e) {
+          if (signal?.aborted || isAbort(e)) break;
+          if (isCode(e, 'unavailable')) {
+            // The emulator is restarting: keep trying until it is back or the signal aborts.
+            await pause(backoff, signal);
+            backoff = Math.min(backoff * 2, 1000);
+            continue;
+          }
+          throw e;
+        }
+        if (batch.length === 0 && idleMs === 0) await pause(0);
+        // The batch in hand is always finished, even when the signal aborts meanwhile: every
+        // message is acked or nacked, never left leased.
+        for (const msg of batch) {
+          let failure: { error: unknown } | null = null;
+          try {
+            await handler(msg);
+          } catch (e) {
+            failure = { error: e };
+            try {
+              o.onError?.(e, msg as CacheMessage);
+            } catch {
+              // an onError that throws must not stop the loop
+            }
+          }
+          await settle(async () =>
+            failure ? (await t().request('nack', { receipt: msg.receipt, error: errorText(failure.error)?.slice(0, 8192) })).ok : q.ack(msg.receipt),
+          );
+        }
+      }
+    },
+
+    async deadLetters<T>(o: { limit?: number; cursor?: string } = {}) {
+      optObject(o, 'deadLetters options');
+      const limit = optCount(o.limit, 'limit', 1, 1000);
+      const cursor = optString(o.cursor, 'cursor');
+      const r = await orEmpty(t().request('dead.list', { ...ref, limit, cursor }), { messages: [], total: 0, next: null });
+      return { messages: r.messages.map((m) => toDead<T>(m)), total: r.total, next: r.next };
+    },
+
+    async replay(o) {
+      const ids = idsOf(o);
+      if (ids && ids.length === 0) return { replayed: 0 };
+      return orEmpty(t().request('dead.replay', { ...ref, ids, max: ids ? undefined : 100 }), { replayed: 0 });
+    },
+
+    async purgeDead(o) {
+      const ids = idsOf(o);
+      if (ids && ids.length === 0) return { purged: 0 };
+      return orEmpty(t().request('dead.purge', { ...ref, ids }), { purged: 0 });
+    },
+
+    async stats() {
+      const empty: { counts: QueueCounts; lagHistory: LagStep[]; now: number } = {
+        counts: { ready: 0, delayed: 0, leased: 0, dead: 0, depth: 0, bytes: 0, oldestReadyAgeMs: 0 },
+        lagHistory: [],
+        now: 0,
+      };
+      const s = await orEmpty(t().request('stats', ref), empty);
+      return {
+        depth: s.counts.depth,
+        ready: s.counts.ready,
+        delayed: s.counts.delayed,
+        inFlight: s.counts.leased,
+        dead: s.counts.dead,
+        oldestReadyAgeMs: s.counts.oldestReadyAgeMs,
+        lag_history: s.lagHistory,
+      };
+    },
+  };
+  return q;
+}
+
+async function orNotFound<T>(p: Promise<T>, onMissing: () => Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    if (isCode(e, 'not_found')) return onMissing();
+    throw e;
+  }
+}
+
+/** Settles one message; a lost connection leaves it to its lease (it comes back: at least once). */
+async function settle(fn: () => Promise<boolean>): Promise<void> {
+  try {
+    await fn();
+  } catch (e) {
+    if (!isCode(e, 'unavailable')) throw e;
+  }
+}

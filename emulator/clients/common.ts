@@ -1,0 +1,112 @@
+import { QuaysideError } from '../errors';
+import { abortError } from './connection';
+
+// Small helpers shared by the product faces (cache, env, sync): argument checks that run before
+// anything is sent (JSON cannot carry NaN or Infinity, so they must be caught here), and waits
+// that honour an AbortSignal.
+
+export function invalidArg(message: string, details?: Record<string, unknown>): QuaysideError {
+  return new QuaysideError('invalid_argument', message, { details });
+}
+
+function show(v: unknown): string {
+  if (typeof v === 'number') return String(v);
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v);
+  if (v === null) return 'null';
+  return typeof v;
+}
+
+/**
+ * A duration (or count) option: a finite number within [min, max]; fractions are rounded to whole
+ * milliseconds. NaN, Infinity, negatives and non-numbers are refused with a clear error.
+ */
+export function optDuration(v: unknown, name: string, opts: { min?: number; max?: number; unit?: string } = {}): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  const min = opts.min ?? 0;
+  const unit = opts.unit ?? 'ms';
+  if (typeof v !== 'number' || Number.isNaN(v)) throw invalidArg(`${name} must be a number of ${unit}, got ${show(v)}`, { field: name });
+  if (!Number.isFinite(v)) throw invalidArg(`${name} must be finite, got ${v}`, { field: name });
+  if (v < 0) throw invalidArg(`${name} must not be negative, got ${v}`, { field: name });
+  if (v < min) throw invalidArg(`${name} must be at least ${min} ${unit}, got ${v}`, { field: name });
+  if (opts.max !== undefined && v > opts.max) throw invalidArg(`${name} must be at most ${opts.max} ${unit}, got ${v}`, { field: name });
+  return v;
+}
+
+/** Seconds → whole milliseconds, checked. */
+export function optSeconds(v: unknown, name: string, opts: { min?: number; max?: number } = {}): number | undefined {
+  const s = optDuration(v, name, { ...opts, unit: 'seconds' });
+  if (s === undefined) return undefined;
+  return Math.round(s * 1000);
+}
+
+/** Milliseconds, checked, rounded to a whole number. */
+export function optMs(v: unknown, name: string, opts: { min?: number; max?: number } = {}): number | undefined {
+  const ms = optDuration(v, name, opts);
+  return ms === undefined ? undefined : Math.round(ms);
+}
+
+/** A whole count within [min, max]. */
+export function optCount(v: unknown, name: string, min: number, max: number): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw invalidArg(`${name} must be a whole number, got ${show(v)}`, { field: name });
+  if (v < min || v > max) throw invalidArg(`${name} must be from ${min} to ${max}, got ${v}`, { field: name });
+  return v;
+}
+
+export function optString(v: unknown, name: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.length === 0) throw invalidArg(`${name} must be a non-empty string, got ${show(v)}`, { field: name });
+  return v;
+}
+
+export function optObject(v: unknown, name: string): Record<string, unknown> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw invalidArg(`${name} must be an object`, { field: name });
+  return v as Record<string, unknown>;
+}
+
+/** Refuses keys outside `allowed`, naming the one that is wrong. */
+export function onlyKeys(o: Record<string, unknown> | undefined, allowed: readonly string[], what: string): void {
+  if (!o) return;
+  for (const k of Object.keys(o)) {
+    if (!allowed.includes(k)) throw invalidArg(`unknown ${what} option "${k}"; expected one of ${allowed.join(', ')}`, { field: k });
+  }
+}
+
+export function isAbort(e: unknown): boolean {
+  return e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError');
+}
+
+export function isCode(e: unknown, code: string): boolean {
+  return e instanceof QuaysideError && e.code === code;
+}
+
+/** Waits `ms` of real time, or until the signal aborts (then resolves early, never rejects). */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+export function throwIfAborted(signal?: AbortSignal): void {
+  if (signal?.aborted) throw abortError(signal);
+}
+
+/** An Error (or anything) as text for a nack's `error`. */
+export function errorText(e: unknown): string | undefined {
+  if (e === undefined || e === null) return undefined;
+  if (e instanceof Error) return e.message || e.name;
+  if (typeof e === 'string') return e;
+  try {
+    return JSON.stringify(e);
+  } catch {
+    return String(e);
+  }
+}

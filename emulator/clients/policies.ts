@@ -1,0 +1,139 @@
+import type { QueuePolicy } from '../protocol';
+import { invalidArg, optCount, optMs, optObject, optSeconds } from './common';
+
+// How each product's queue settings map onto the engine's QueuePolicy. Shared by the faces and
+// by workspace-config.ts, so a quayside.json and a client configure a queue the same way.
+
+const DAY_MS = 24 * 3600 * 1000;
+const YEAR_MS = 365 * DAY_MS;
+
+/** `sync`: `delivery` and `limits` of `queue({ ... })`. */
+export interface SyncDelivery {
+  /** Deliveries before a message goes to the DLQ (default 10). */
+  maxDeliveries?: number;
+  /** Lease of a `recv` without its own `leaseMs` (default 30 s). */
+  defaultLeaseMs?: number;
+}
+
+export interface SyncLimits {
+  /** Bytes of the JSON envelope (data + meta) at most (default 131072). */
+  payloadBytes?: number;
+  /** Messages older than this go to the DLQ with reason `expired` (default 7 days). */
+  maxMessageAgeMs?: number;
+  /** How long the DLQ keeps a message (default 7 days). */
+  dlqRetentionMs?: number;
+  /** Default idempotency window of `send({ idempotencyKey })` (default 7 days). */
+  idempotencyTtlMs?: number;
+  /** Largest `nack({ delayMs })` accepted (default 7 days); a larger one throws and settles nothing. */
+  maxNackDelayMs?: number;
+}
+
+export const SYNC_DELIVERY_KEYS = ['maxDeliveries', 'defaultLeaseMs'] as const;
+export const SYNC_LIMIT_KEYS = ['payloadBytes', 'maxMessageAgeMs', 'dlqRetentionMs', 'idempotencyTtlMs', 'maxNackDelayMs'] as const;
+const SYNC_KEYS: readonly string[] = [...SYNC_DELIVERY_KEYS, ...SYNC_LIMIT_KEYS];
+
+/**
+ * The policy overrides a sync queue's `limits` and `delivery` ask for. Each key is accepted in
+ * either object (the seed does not say which holds which); unknown keys and bad numbers throw.
+ */
+export function syncPolicy(limits: unknown, delivery: unknown): Partial<QueuePolicy> {
+  const merged: Record<string, unknown> = {};
+  for (const [what, o] of [['limits', optObject(limits, 'limits')], ['delivery', optObject(delivery, 'delivery')]] as const) {
+    if (!o) continue;
+    for (const [k, v] of Object.entries(o)) {
+      if (k === 'ordering') continue; // checked by checkOrdering
+      if (!SYNC_KEYS.includes(k)) throw invalidArg(`unknown ${what} option "${k}"; expected one of ${SYNC_KEYS.join(', ')}`, { field: k });
+      if (v !== undefined) merged[k] = v;
+    }
+  }
+  const p: Partial<QueuePolicy> = {};
+  const maxDeliveries = optCount(merged.maxDeliveries, 'maxDeliveries', 1, 1_000_000);
+  if (maxDeliveries !== undefined) p.maxDeliveries = maxDeliveries;
+  const lease = optMs(merged.defaultLeaseMs, 'defaultLeaseMs', { min: 1, max: 12 * 3600 * 1000 });
+  if (lease !== undefined) p.leaseMs = lease;
+  const payload = optCount(merged.payloadBytes, 'payloadBytes', 1, 64 * 1024 * 1024);
+  if (payload !== undefined) p.maxPayloadBytes = payload;
+  const age = optMs(merged.maxMessageAgeMs, 'maxMessageAgeMs', { min: 1, max: 10 * YEAR_MS });
+  if (age !== undefined) p.maxMessageAgeMs = age;
+  const dlq = optMs(merged.dlqRetentionMs, 'dlqRetentionMs', { min: 1, max: 10 * YEAR_MS });
+  if (dlq !== undefined) p.deadRetentionMs = dlq;
+  const ttl = optMs(merged.idempotencyTtlMs, 'idempotencyTtlMs', { min: 1, max: YEAR_MS });
+  if (ttl !== undefined) p.dedupeTtlMs = ttl;
+  const nack = optMs(merged.maxNackDelayMs, 'maxNackDelayMs', { min: 1, max: 10 * YEAR_MS });
+  if (nack !== undefined) {
+    p.maxNackDelayMs = nack;
+    // A delayed send may wait as long as a nack may.
+    p.maxDelayMs = Math.max(nack, 7 * DAY_MS);
+  }
+  return p;
+}
+
+/**
+ * `ordering` is accepted and stored as metadata only (seed: "accepted but not enforced"); asking
+ * for a partitioned mode, which would need enforcement, throws.
+ */
+export function checkOrdering(ordering: unknown): void {
+  if (ordering === undefined || ordering === null || ordering === false) return;
+  const mode = typeof ordering === 'string' ? ordering : typeof ordering === 'object' ? (ordering as Record<string, unknown>).mode : undefined;
+  const partitions = typeof ordering === 'object' ? (ordering as Record<string, unknown>).partitions : undefined;
+  if ((typeof mode === 'string' && /partition/i.test(mode)) || partitions !== undefined) {
+    throw invalidArg(`ordering mode ${JSON.stringify(mode ?? 'partitioned')} is not supported: ordering is accepted but not enforced (orderingKey is stored as metadata only)`, { field: 'ordering' });
+  }
+  if (mode !== undefined && typeof mode !== 'string') throw invalidArg('ordering.mode must be a string');
+}
+
+/** `env`: the queue settings of the console / management API. */
+export interface EnvQueueSettings {
+  /** Retries after the first delivery (default 3 → 4 deliveries). */
+  maxRetries?: number;
+  maxDepth?: number | null;
+  maxBytes?: number | null;
+  /** The queue's retention (at most 14 days): older messages are dropped, failed ones deleted. */
+  retentionSeconds?: number;
+  /** The lease of a pull (`receive`) without its own. */
+  visibilityMs?: number;
+}
+
+export const ENV_SETTING_KEYS = ['maxRetries', 'maxDepth', 'maxBytes', 'retentionSeconds', 'visibilityMs'] as const;
+
+export function envPolicy(s: EnvQueueSettings): Partial<QueuePolicy> {
+  const p: Partial<QueuePolicy> = {};
+  const retries = optCount(s.maxRetries, 'maxRetries', 0, 100);
+  if (retries !== undefined) p.maxDeliveries = retries + 1;
+  if (s.maxDepth !== undefined) p.maxDepth = s.maxDepth === null ? null : optCount(s.maxDepth, 'maxDepth', 1, 1e9)!;
+  if (s.maxBytes !== undefined) p.maxBytes = s.maxBytes === null ? null : optCount(s.maxBytes, 'maxBytes', 1, 1e15)!;
+  const retention = optSeconds(s.retentionSeconds, 'retentionSeconds', { min: 60, max: 14 * 24 * 3600 });
+  if (retention !== undefined) {
+    p.maxMessageAgeMs = retention;
+    p.deadRetentionMs = retention;
+  }
+  const vis = optMs(s.visibilityMs, 'visibilityMs', { min: 1, max: 12 * 3600 * 1000 });
+  if (vis !== undefined) p.leaseMs = vis;
+  return p;
+}
+
+/** `cache`: settings a quayside.json may give a cache queue. */
+export interface CacheQueueSettings {
+  visibilitySeconds?: number;
+  maxDeliveries?: number;
+  deadRetentionSeconds?: number;
+  dedupeSeconds?: number;
+  maxPayloadBytes?: number;
+}
+
+export const CACHE_SETTING_KEYS = ['visibilitySeconds', 'maxDeliveries', 'deadRetentionSeconds', 'dedupeSeconds', 'maxPayloadBytes'] as const;
+
+export function cachePolicy(s: CacheQueueSettings): Partial<QueuePolicy> {
+  const p: Partial<QueuePolicy> = {};
+  const vis = optSeconds(s.visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: 12 * 3600 });
+  if (vis !== undefined) p.leaseMs = vis;
+  const md = optCount(s.maxDeliveries, 'maxDeliveries', 1, 1_000_000);
+  if (md !== undefined) p.maxDeliveries = md;
+  const dr = optSeconds(s.deadRetentionSeconds, 'deadRetentionSeconds', { min: 1, max: 10 * 365 * 24 * 3600 });
+  if (dr !== undefined) p.deadRetentionMs = dr;
+  const dd = optSeconds(s.dedupeSeconds, 'dedupeSeconds', { min: 1, max: 365 * 24 * 3600 });
+  if (dd !== undefined) p.dedupeTtlMs = dd;
+  const pb = optCount(s.maxPayloadBytes, 'maxPayloadBytes', 1, 64 * 1024 * 1024);
+  if (pb !== undefined) p.maxPayloadBytes = pb;
+  return p;
+}
