@@ -1,0 +1,148 @@
+import { Engine } from '../engine/engine';
+import { SystemClock, VirtualClock, type Clock } from '../engine/clock';
+import { Store } from '../store/store';
+import { Session, dispatch, endSession } from '../server/dispatch';
+import { QuaysideError } from '../errors';
+import { PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
+import type { RequestOptions, Transport } from '../clients/transport';
+import { abortError } from '../clients/connection';
+import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from '../clients/sync-face';
+
+// quayside/sync/memory: the same `queue()` as quayside/sync, with no emulator. An in-process
+// Transport runs the real engine on an in-memory store and calls the server's dispatch() with a
+// Session, so every semantic is the engine's, not a re-implementation. Every request and answer is
+// passed through JSON, exactly as over the socket (bodies are copies; NaN cannot sneak through).
+
+export * from '../clients/sync-face';
+export { QuaysideError };
+
+/** Runs requests against an engine in this process. */
+export class LocalTransport implements Transport {
+  private readonly session: Session;
+  private readonly eventListeners = new Set<(e: ServerEvent) => void>();
+  private nextId = 1;
+  private ready: Promise<void>;
+  private closed = false;
+
+  constructor(private readonly engine: Engine, token: string) {
+    this.session = new Session((e) => {
+      for (const l of this.eventListeners) l(JSON.parse(JSON.stringify(e)) as ServerEvent);
+    }, 'quayside-sync-memory');
+    this.ready = dispatch(engine, this.session, { id: 0, op: 'hello', args: { version: PROTOCOL_VERSION, token, client: 'quayside-sync-memory' } }).then((r) => {
+      if (!r.ok) throw QuaysideError.fromWire(r.error);
+    });
+  }
+
+  async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
+    const signal = opts.signal;
+    if (signal?.aborted) throw abortError(signal);
+    if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
+    await this.ready;
+    const id = this.nextId++;
+    const frame = { id, op, args: args === undefined ? undefined : JSON.parse(JSON.stringify(args)) };
+    const answer = dispatch(this.engine, this.session, frame);
+    if (!signal) return unwrap<K>(await answer);
+    return new Promise<OpResult<K>>((resolve, reject) => {
+      const onAbort = () => {
+        // Give up a held pull: the engine answers it with nothing, so nothing is leased for us.
+        void dispatch(this.engine, this.session, { id: this.nextId++, op: 'cancel', args: { request: id } });
+        reject(abortError(signal));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      answer.then((r) => {
+        signal.removeEventListener('abort', onAbort);
+        if (signal.aborted) return;
+        try {
+          resolve(unwrap<K>(r));
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+  }
+
+  onEvent(listener: (event: ServerEvent) => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+
+  /** In-process: there is never a reconnect. */
+  onReconnect(_listener: () => void): () => void {
+    return () => {};
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    endSession(this.engine, this.session);
+    this.eventListeners.clear();
+  }
+}
+
+function unwrap<K extends OpName>(r: Awaited<ReturnType<typeof dispatch>>): OpResult<K> {
+  if (!r.ok) throw QuaysideError.fromWire(r.error);
+  return JSON.parse(JSON.stringify(r.result)) as OpResult<K>;
+}
+
+export interface MemoryQueuesOptions {
+  /** 'virtual': time moves only by `clock.advance(ms)` (for tests). A number starts a virtual clock there. Default 'system'. */
+  clock?: 'system' | 'virtual' | { start: number };
+}
+
+export interface MemoryQueues {
+  /** The same `queue()` as quayside/sync, on this in-memory engine. */
+  queue(opts: SyncQueueOptions): SyncQueue;
+  /** Present with `clock: 'virtual'`: epoch ms now, and advance (resolves once due work was applied). */
+  clock?: { now(): number; advance(ms: number): Promise<number> };
+  /** The engine, for tests that want to look inside. */
+  readonly engine: Engine;
+  /** Drops every queue and message. */
+  close(): Promise<void>;
+}
+
+/** An isolated in-memory queue system: its own engine, store and (optionally virtual) clock. */
+export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues {
+  const virtual = opts.clock === 'virtual' || (typeof opts.clock === 'object' && opts.clock !== null);
+  const clock: Clock = virtual ? new VirtualClock(typeof opts.clock === 'object' ? opts.clock.start : Date.now()) : new SystemClock();
+  const store = new Store({ dataDir: null });
+  const engine = new Engine({ store, clock });
+  const token = engine.ensureAdminToken(undefined);
+  const transport = new LocalTransport(engine, token);
+  let closed = false;
+  const mq: MemoryQueues = {
+    engine,
+    queue: (o) => syncQueueOver(transport, o, false),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await transport.close();
+      await engine.close();
+      store.close();
+    },
+  };
+  if (virtual) mq.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
+  return mq;
+}
+
+let shared: MemoryQueues | null = null;
+
+/**
+ * `queue({ id, tenantId?, limits?, delivery? })` on this process's shared in-memory engine (system
+ * clock): every `queue()` call with the same tenant and id sees the same messages, and everything
+ * is gone when the process ends. Pass `memory` to use an isolated `createMemoryQueues()` instead.
+ */
+export function queue(opts: SyncQueueOptions & { memory?: MemoryQueues }): SyncQueue {
+  if (opts?.memory) {
+    const { memory, ...rest } = opts;
+    return memory.queue(rest);
+  }
+  shared ??= createMemoryQueues();
+  return shared.queue(opts);
+}
+
+/** Empties the shared in-memory engine used by `queue()` (a fresh one is made on next use). */
+export async function resetMemory(): Promise<void> {
+  const s = shared;
+  shared = null;
+  await s?.close();
+}
