@@ -130,8 +130,13 @@ export class PanelHandler {
     const a = (args ?? {}) as Record<string, unknown>;
     const run = async (): Promise<unknown> => {
       switch (op) {
-        case 'init':
-          return { ref: this.ref, queue: await t.request('queue.get', this.ref) };
+        case 'init': {
+          const [queue, now] = await Promise.all([
+            t.request('queue.get', this.ref),
+            t.request('clock.now', {}).then((c) => c.now, () => Date.now()),
+          ]);
+          return { ref: this.ref, queue, now };
+        }
         case 'peek':
           return this.peek(t, a);
         case 'message.get':

@@ -41,8 +41,8 @@ export interface PushForm {
 
 /** Every request the webview can make: its arguments and its result. */
 export interface PanelOps {
-  /** The queue, its counts and the connection facts; the first request a webview makes. */
-  init: { args: Record<string, never>; result: { ref: QueueRef; queue: QueueInfo } };
+  /** The queue, its counts and the emulator's clock (it may be virtual); the first request a webview makes. */
+  init: { args: Record<string, never>; result: { ref: QueueRef; queue: QueueInfo; now: number } };
   /** One page of messages in any state (server-side paging: never loads everything). */
   peek: {
     args: { states: MessageState[]; search?: string; cursor?: string; limit: number };

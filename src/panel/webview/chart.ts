@@ -19,12 +19,14 @@ export function niceScale(max: number, ticks = 4): { max: number; step: number }
   return { max: step * Math.ceil(max / step), step };
 }
 
-const TIME_STEPS = [1000, 5000, 15_000, 30_000, 60_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000];
+const TIME_STEPS = [1000, 5000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000];
 
+/** A time axis with exactly `ticks` steps (so its labels sit on the depth axis's grid lines). */
 export function niceTimeScale(max: number, ticks = 4): { max: number; step: number } {
-  if (!(max > 0)) return { max: 4000, step: 1000 };
-  const step = TIME_STEPS.find((t) => max / t <= ticks) ?? niceScale(max, ticks).step;
-  return { max: step * Math.ceil(max / step), step };
+  const t = Math.max(1, Math.round(ticks));
+  if (!(max > 0)) return { max: t * 1000, step: 1000 };
+  const step = TIME_STEPS.find((x) => x * t >= max) ?? Math.ceil(max / t / 86_400_000) * 86_400_000;
+  return { max: step * t, step };
 }
 
 export function stepLabel(step: LagStep): string {
@@ -37,7 +39,7 @@ export function renderChart(container: HTMLElement, tip: HTMLElement, steps: Lag
   const ih = H - PAD.top - PAD.bottom;
   const bw = iw / n;
   const dScale = niceScale(Math.max(0, ...steps.map((x) => x.peakDepth)));
-  const wScale = niceTimeScale(Math.max(0, ...steps.map((x) => x.maxWaitMs)));
+  const wScale = niceTimeScale(Math.max(0, ...steps.map((x) => x.maxWaitMs)), dScale.max / dScale.step);
   const yD = (v: number) => PAD.top + ih - (v / dScale.max) * ih;
   const yW = (v: number) => PAD.top + ih - (v / wScale.max) * ih;
 

@@ -36,6 +36,15 @@ export function relative(at: number, now: number): string {
   return d > 0 ? `in ${duration(d)}` : `${duration(-d)} ago`;
 }
 
+/** One unit only, for table cells: "5 h ago", "13 min ago", "in 20 s". */
+export function relativeShort(at: number, now: number): string {
+  const d = at - now;
+  const a = Math.abs(d);
+  if (a < 1000) return 'now';
+  const v = a < 60_000 ? `${Math.floor(a / 1000)} s` : a < 3_600_000 ? `${Math.floor(a / 60_000)} min` : a < 86_400_000 ? `${Math.floor(a / 3_600_000)} h` : `${Math.floor(a / 86_400_000)} d`;
+  return d > 0 ? `in ${v}` : `${v} ago`;
+}
+
 export function isoTime(at: number): string {
   return new Date(at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }

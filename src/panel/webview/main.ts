@@ -25,7 +25,7 @@ import {
 import { validatePushForm, type FieldErrors } from '../validate';
 import { renderChart } from './chart';
 import { $, $input, clear, h, replace, show } from './dom';
-import { duration, isoTime, jsonBlock, num, preview, relative, shortId } from './format';
+import { duration, isoTime, jsonBlock, num, preview, relative, relativeShort, shortId } from './format';
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -82,6 +82,7 @@ interface Paged {
   selected: Set<string>;
   detailId: string | null;
   seq: number;
+  loading: boolean;
 }
 
 const body = document.body;
@@ -95,8 +96,8 @@ const st = {
   states: new Set<MessageState>(Array.isArray(saved.states) && saved.states.length ? saved.states.filter((x) => ALL_STATES.includes(x)) : ALL_STATES),
   search: typeof saved.search === 'string' ? saved.search : '',
   pageSize: PAGE_SIZES.includes(saved.pageSize as (typeof PAGE_SIZES)[number]) ? (saved.pageSize as number) : 50,
-  msg: { cursors: [undefined], index: 0, page: null, selected: new Set(), detailId: null, seq: 0 } as Paged,
-  dead: { cursors: [undefined], index: 0, page: null, selected: new Set(), detailId: null, seq: 0 } as Paged,
+  msg: { cursors: [undefined], index: 0, page: null, selected: new Set(), detailId: null, seq: 0, loading: false } as Paged,
+  dead: { cursors: [undefined], index: 0, page: null, selected: new Set(), detailId: null, seq: 0, loading: false } as Paged,
   lag: null as LagStep[] | null,
   audit: null as AuditEntry[] | null,
   /** server clock − local clock (the emulator may run a virtual clock). */
@@ -107,8 +108,11 @@ const st = {
 
 const now = () => Date.now() + st.skew;
 
+/** The selected states, in their usual order. */
+const statesList = () => ALL_STATES.filter((x) => st.states.has(x));
+
 function persist() {
-  const state: PanelState = { ref, tab: st.tab, states: [...st.states], search: st.search, pageSize: st.pageSize };
+  const state: PanelState = { ref, tab: st.tab, states: statesList(), search: st.search, pageSize: st.pageSize };
   vscode.setState(state);
 }
 
@@ -217,9 +221,9 @@ function stateBadge(s: MessageState) {
 
 function whenCell(m: MessageView) {
   const t = now();
-  if (m.state === 'leased' && m.leaseUntil) return h('span', { title: `Lease ends ${isoTime(m.leaseUntil)}` }, `lease ends ${relative(m.leaseUntil, t)}`);
-  if (m.state === 'delayed') return h('span', { title: isoTime(m.visibleAt) }, `visible ${relative(m.visibleAt, t)}`);
-  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, `dead ${relative(m.deadAt, t)}`);
+  if (m.state === 'leased' && m.leaseUntil) return h('span', { title: `Lease ends ${isoTime(m.leaseUntil)}` }, `lease ends ${relativeShort(m.leaseUntil, t)}`);
+  if (m.state === 'delayed') return h('span', { title: isoTime(m.visibleAt) }, `visible ${relativeShort(m.visibleAt, t)}`);
+  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, `dead ${relativeShort(m.deadAt, t)}`);
   return h('span', { title: isoTime(m.visibleAt) }, 'visible');
 }
 
@@ -228,11 +232,25 @@ function resetPaging(p: Paged) {
   p.index = 0;
 }
 
-async function loadMessages() {
+function setLoading(which: 'msg' | 'dead', on: boolean) {
+  const p = which === 'msg' ? st.msg : st.dead;
+  p.loading = on;
+  // Paging buttons wait for the page in flight: the next cursor comes with it.
+  if (on) {
+    ($(`${which}-prev`) as HTMLButtonElement).disabled = true;
+    ($(`${which}-next`) as HTMLButtonElement).disabled = true;
+  } else {
+    ($(`${which}-prev`) as HTMLButtonElement).disabled = p.index === 0;
+    ($(`${which}-next`) as HTMLButtonElement).disabled = !p.page?.next;
+  }
+}
+
+async function loadMessages(): Promise<void> {
   const p = st.msg;
   const seq = ++p.seq;
+  setLoading('msg', true);
   try {
-    const page = await request('peek', { states: [...st.states], search: st.search || undefined, cursor: p.cursors[p.index], limit: st.pageSize });
+    const page = await request('peek', { states: statesList(), search: st.search || undefined, cursor: p.cursors[p.index], limit: st.pageSize });
     if (seq !== p.seq) return;
     if (page.messages.length === 0 && p.index > 0) {
       // The page emptied under us (acked, purged): go back one.
@@ -247,6 +265,8 @@ async function loadMessages() {
     if (p.detailId && st.tab === 'messages') void loadDetail('messages', p.detailId, false);
   } catch (e) {
     if (seq === p.seq) fail(e, 'Could not list messages');
+  } finally {
+    if (seq === p.seq) setLoading('msg', false);
   }
 }
 
@@ -262,7 +282,7 @@ function renderMessages() {
       h('td', null, stateBadge(m.state)),
       h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))),
       h('td', { class: 'num' }, num(m.attempts)),
-      h('td', { title: isoTime(m.enqueuedAt) }, relative(m.enqueuedAt, now())),
+      h('td', { title: isoTime(m.enqueuedAt) }, relativeShort(m.enqueuedAt, now())),
       h('td', null, whenCell(m)));
     return tr;
   }));
@@ -370,9 +390,10 @@ async function loadDetail(which: 'messages' | 'dead', id: string, loading = true
 
 // ---- dead letters ---------------------------------------------------------------------------
 
-async function loadDead() {
+async function loadDead(): Promise<void> {
   const p = st.dead;
   const seq = ++p.seq;
+  setLoading('dead', true);
   try {
     const page = await request('dead.list', { cursor: p.cursors[p.index], limit: st.pageSize });
     if (seq !== p.seq) return;
@@ -388,6 +409,8 @@ async function loadDead() {
     if (p.detailId && st.tab === 'dead') void loadDetail('dead', p.detailId, false);
   } catch (e) {
     if (seq === p.seq) fail(e, 'Could not list dead letters');
+  } finally {
+    if (seq === p.seq) setLoading('dead', false);
   }
 }
 
@@ -403,7 +426,7 @@ function renderDead() {
       h('td', null, h('span', { class: 'reason' }, m.deadReason ?? '—')),
       h('td', { class: 'error-col', title: m.lastError ?? '' }, m.lastError ?? ''),
       h('td', { class: 'num' }, num(m.attempts)),
-      h('td', { title: m.deadAt ? isoTime(m.deadAt) : '' }, m.deadAt ? relative(m.deadAt, now()) : ''),
+      h('td', { title: m.deadAt ? isoTime(m.deadAt) : '' }, m.deadAt ? relativeShort(m.deadAt, now()) : ''),
       h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))))));
   const empty = $('dead-empty');
   empty.textContent = 'No dead letters. Messages land here when their deliveries run out.';
@@ -468,7 +491,7 @@ async function exportMessages(ids: string[] | null, button: HTMLButtonElement | 
   const format = ($('msg-export-format') as HTMLSelectElement).value === 'ndjson' ? 'ndjson' : 'json';
   try {
     const r = await busy(button, 'Exporting…', () =>
-      request('export', ids ? { format, ids } : { format, states: [...st.states], search: st.search || undefined }, onProgress));
+      request('export', ids ? { format, ids } : { format, states: statesList(), search: st.search || undefined }, onProgress));
     if (r) toast(`Exported ${num(r.exported)} ${r.exported === 1 ? 'message' : 'messages'} to ${r.target}`);
   } catch (e) {
     fail(e, 'Export failed');
@@ -628,6 +651,7 @@ async function init() {
     const r = await request('init', {});
     st.queue = r.queue;
     st.counts = r.queue.counts;
+    st.skew = r.now - Date.now();
     $('queue-dialect').textContent = r.queue.dialect;
     $('queue-dialect').title = `${r.queue.dialect} dialect · lease ${duration(r.queue.policy.leaseMs)} · ${r.queue.policy.maxDeliveries} deliveries before dead`;
     renderCounts();
@@ -684,13 +708,13 @@ function rowClicks(which: 'msg' | 'dead') {
     syncSelection(which);
   });
   $(`${which}-prev`).addEventListener('click', () => {
-    if (p.index > 0) {
+    if (p.index > 0 && !p.loading) {
       p.index--;
       void (which === 'msg' ? loadMessages() : loadDead());
     }
   });
   $(`${which}-next`).addEventListener('click', () => {
-    if (p.page?.next) {
+    if (p.page?.next && !p.loading) {
       p.index++;
       p.cursors[p.index] = p.page.next;
       void (which === 'msg' ? loadMessages() : loadDead());

@@ -180,6 +180,8 @@ export class FakeTransport implements Transport {
       case 'queue.get':
         this.check(a);
         return this.info();
+      case 'clock.now':
+        return { now: this.now, mode: 'virtual' };
       case 'subscribe': {
         const id = `sub_${this.subs.size + 1}_${Math.random().toString(36).slice(2, 6)}`;
         this.subs.set(id, { namespace: a.namespace, queue: a.queue });

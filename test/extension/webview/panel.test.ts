@@ -1,0 +1,368 @@
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { fixtureQueue, launch, openPanel, type Panel } from './harness';
+import { FakeTransport } from './fake-transport';
+import { QuaysideError } from '../../../emulator/errors';
+
+const ROOT = path.resolve(__dirname, '../../..');
+/** Screenshots go to test-results/panel; with QUAYSIDE_SCREENSHOTS=1 also to docs/images (the README's pictures). */
+async function shot(p: Panel, name: string) {
+  const dirs = [path.join(ROOT, 'test-results/panel')];
+  if (process.env.QUAYSIDE_SCREENSHOTS === '1') dirs.push(path.join(ROOT, 'docs/images'));
+  for (const d of dirs) {
+    mkdirSync(d, { recursive: true });
+    await p.page.screenshot({ path: path.join(d, `panel-${name}.png`) });
+  }
+}
+
+const rowCount = (p: Panel, tbody = '#msg-rows') => p.page.locator(`${tbody} tr`).count();
+const text = (p: Panel, sel: string) => p.page.locator(sel).innerText();
+const lastRequest = (p: Panel, op: string) => [...p.requests].reverse().find((r) => r.op === op);
+
+async function waitFor(cond: () => Promise<boolean> | boolean, what: string, ms = 3000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+describe('queue panel webview (Chromium)', function () {
+  this.timeout(30_000);
+  let browser: Browser;
+  let p: Panel;
+
+  before(async () => {
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+  afterEach(async function () {
+    if (p) {
+      const csp = await p.cspViolations().catch(() => []);
+      const errors = p.errors.filter((e) => !/Failed to load resource/.test(e));
+      await p.close();
+      if (this.currentTest?.state === 'passed') {
+        assert.deepEqual(csp, [], 'no CSP violations');
+        assert.deepEqual(errors, [], 'no page errors');
+      }
+    }
+  });
+
+  it('lists messages in every state, one server-side page at a time', async () => {
+    p = await openPanel(browser, fixtureQueue());
+    await p.page.waitForSelector('#msg-rows tr');
+    assert.equal(await rowCount(p), 50);
+    assert.equal(await text(p, '#msg-range'), '1–50 of 162');
+    const peek = lastRequest(p, 'peek')!;
+    assert.deepEqual(peek.args, { states: ['ready', 'delayed', 'leased', 'dead'], limit: 50 });
+    // The header shows the queue's counts.
+    assert.match(await text(p, '#counts'), /Ready\s+137\s+Delayed\s+8\s+In flight\s+5\s+Dead\s+12\s+Oldest wait\s+7 min/i);
+
+    await p.page.click('#msg-next');
+    await waitFor(async () => (await text(p, '#msg-range')) === '51–100 of 162', 'page 2');
+    assert.equal(lastRequest(p, 'peek')!.args && (lastRequest(p, 'peek')!.args as any).cursor, 'c50');
+    await p.page.click('#msg-next');
+    await p.page.click('#msg-next');
+    await waitFor(async () => (await text(p, '#msg-range')) === '151–162 of 162', 'last page');
+    assert.equal(await p.page.isDisabled('#msg-next'), true);
+    assert.deepEqual([...new Set(await p.page.locator('#msg-rows .badge').allInnerTexts())], ['Dead']);
+    await p.page.click('#msg-prev');
+    await waitFor(async () => (await text(p, '#msg-range')) === '101–150 of 162', 'back one page');
+    assert.deepEqual([...new Set(await p.page.locator('#msg-rows .badge').allInnerTexts())], ['Ready', 'Delayed', 'Leased']);
+    // Page size.
+    await p.page.selectOption('#msg-page-size', '25');
+    await waitFor(async () => (await text(p, '#msg-range')) === '1–25 of 162', 'page size 25');
+  });
+
+  it('filters by state and searches bodies on the server', async () => {
+    p = await openPanel(browser, fixtureQueue());
+    await p.page.waitForSelector('#msg-rows tr');
+    for (const s of ['ready', 'delayed', 'leased']) await p.page.click(`#state-filter [data-state=${s}]`);
+    await waitFor(async () => (await text(p, '#msg-range')) === '1–12 of 12', 'dead only');
+    assert.deepEqual((lastRequest(p, 'peek')!.args as any).states, ['dead']);
+    assert.deepEqual([...new Set(await p.page.locator('#msg-rows .badge').allInnerTexts())], ['Dead']);
+    // The last state cannot be switched off.
+    await p.page.click('#state-filter [data-state=dead]');
+    assert.equal(await p.page.getAttribute('#state-filter [data-state=dead]', 'aria-pressed'), 'true');
+
+    await p.page.click('#state-filter [data-state=ready]');
+    await p.page.fill('#search', 'customer-grace');
+    await waitFor(async () => (lastRequest(p, 'peek')!.args as any).search === 'customer-grace', 'search sent');
+    await waitFor(async () => /of 22$/.test(await text(p, '#msg-range')), 'search results');
+    for (const b of await p.page.locator('#msg-rows .body-preview').allInnerTexts()) assert.match(b, /customer-grace/);
+    // The filter is kept for a reload (vscode.setState).
+    const state = await p.page.evaluate(() => (window as any).__state);
+    assert.deepEqual(state, { ref: { namespace: 'shop', queue: 'orders' }, tab: 'messages', states: ['ready', 'dead'], search: 'customer-grace', pageSize: 50 });
+    await p.page.fill('#search', 'no-such-thing');
+    await waitFor(async () => p.page.isVisible('#msg-empty'), 'empty state');
+    assert.equal(await text(p, '#msg-empty'), 'No message matches the filter.');
+  });
+
+  it('shows a message’s detail: pretty body, attributes, attempts, times, lease end, dead reason and last error', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    const ready = t.messages[0];
+    await p.page.click(`#msg-rows tr[data-id="${ready.id}"] td.body-col`);
+    await waitFor(async () => (await text(p, '#detail .detail-id')) === ready.id, 'detail');
+    assert.equal(await p.page.locator('#detail pre.body-json').innerText(), JSON.stringify(ready.body, null, 2));
+    assert.equal(await p.page.locator('#detail pre.attributes-json').innerText(), JSON.stringify(ready.attributes, null, 2));
+    const facts = await text(p, '#detail .facts');
+    assert.match(facts, /Attempts\s+1/);
+    assert.match(facts, /Enqueued\s+2026-12-02 /);
+    assert.equal((lastRequest(p, 'message.get')!.args as any).id, ready.id);
+
+    const leased = t.messages.find((m) => m.state === 'leased')!;
+    await p.page.click('#msg-next');
+    await p.page.click('#msg-next');
+    await p.page.click(`#msg-rows tr[data-id="${leased.id}"] td.body-col`);
+    await waitFor(async () => (await text(p, '#detail .detail-id')) === leased.id, 'leased detail');
+    assert.match(await text(p, '#detail .facts'), /Lease ends\s+2026-12-02 15:12:20Z \(in 1\d s\)/);
+
+    const dead = t.messages.find((m) => m.state === 'dead' && m.lastError?.startsWith('Timeout'))!;
+    await p.page.click('#msg-next');
+    await p.page.click(`#msg-rows tr[data-id="${dead.id}"] td.body-col`);
+    await waitFor(async () => (await text(p, '#detail .detail-id')) === dead.id, 'dead detail');
+    assert.match(await text(p, '#detail .facts'), /Dead reason\s+timeout/);
+    assert.equal(await text(p, '#detail pre.last-error'), dead.lastError);
+    assert.ok(await p.page.isVisible('#detail [data-action=replay-one]'));
+  });
+
+  it('push: bad JSON is refused with a message and nothing is sent; good JSON is sent with delay, dedupe key, attributes and ×N', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.click('#tab-push');
+    await p.page.fill('#push-body', '{\n  "orderId": "ord-1",\n  "items": [1, 2,]\n}');
+    await p.page.fill('#push-attributes', '["not", "an", "object"]');
+    await p.page.click('#push-send');
+    assert.match(await text(p, '#push-body-error'), /Expected a value .* \(line 3, column 18\)/);
+    assert.match(await text(p, '#push-attributes-error'), /must be a JSON object/);
+    assert.equal(await p.page.getAttribute('#push-body', 'aria-invalid'), 'true');
+    assert.match(await text(p, '#push-result'), /Not sent/);
+    assert.equal(p.requests.filter((r) => r.op === 'push').length, 0, 'nothing sent');
+    assert.equal(t.callsOf('push').length + t.callsOf('push.batch').length, 0);
+    await shot(p, 'push');
+
+    await p.page.fill('#push-body', '{"orderId": "ord-1", "items": [1, 2]}');
+    await p.page.fill('#push-attributes', '{"source": "panel"}');
+    await p.page.fill('#push-delay', '30');
+    await p.page.fill('#push-dedupe', 'ord-1');
+    await p.page.click('#push-send');
+    await waitFor(async () => /^Sent 1 message/.test(await text(p, '#push-result')), 'sent');
+    assert.equal(await text(p, '#push-body-error'), '');
+    assert.deepEqual(t.callsOf('push')[0].args, { namespace: 'shop', queue: 'orders', body: { orderId: 'ord-1', items: [1, 2] }, delayMs: 30_000, dedupeKey: 'ord-1', attributes: { source: 'panel' } });
+
+    await p.page.fill('#push-dedupe', '');
+    await p.page.fill('#push-delay', '');
+    await p.page.fill('#push-count', '3');
+    await p.page.click('#push-send');
+    await waitFor(async () => /^Sent 3 messages/.test(await text(p, '#push-result')), 'sent ×3');
+    assert.equal(t.callsOf('push.batch')[0].args.messages.length, 3);
+  });
+
+  it('dead letters: replay selected, discard selected (confirmed on the host), purge all', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.click('#tab-dead');
+    await p.page.waitForSelector('#dead-rows tr');
+    assert.equal(await rowCount(p, '#dead-rows'), 12);
+    assert.match(await text(p, '#dead-rows'), /PaymentDeclined/);
+    const ids = await p.page.locator('#dead-rows tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-id')!));
+    await p.page.check(`#dead-rows tr[data-id="${ids[0]}"] input`);
+    await p.page.check(`#dead-rows tr[data-id="${ids[3]}"] input`);
+    assert.equal(await text(p, '#dead-replay-selected'), 'Replay selected (2)');
+    await p.page.click(`#dead-rows tr[data-id="${ids[5]}"] td.error-col`);
+    await waitFor(async () => (await p.page.locator('#dead-detail .detail-id').count()) > 0, 'dead detail');
+    await shot(p, 'dead-letters');
+
+    await p.page.click('#dead-replay-selected');
+    await waitFor(async () => (await text(p, '#toast')) === 'Replayed 2 messages.', 'replayed toast');
+    assert.deepEqual(lastRequest(p, 'dead.replay')!.args, { ids: [ids[0], ids[3]] });
+    assert.deepEqual(t.callsOf('dead.replay')[0].args.ids, [ids[0], ids[3]]);
+    await waitFor(async () => (await rowCount(p, '#dead-rows')) === 10, 'list refreshed');
+    assert.equal(await text(p, '#dead-replay-selected'), 'Replay selected');
+
+    // Discard: the host asks first; "no" purges nothing.
+    p.ui.answer = false;
+    await p.page.check(`#dead-rows tr[data-id="${ids[1]}"] input`);
+    await p.page.click('#dead-discard-selected');
+    await waitFor(() => p.ui.confirms.length === 1, 'confirmation asked');
+    assert.match(p.ui.confirms[0].message, /Discard 1 dead letter from orders\?/);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(t.callsOf('dead.purge').length, 0);
+    p.ui.answer = true;
+    await p.page.click('#dead-discard-selected');
+    await waitFor(async () => (await text(p, '#toast')) === 'Discarded 1 dead letter.', 'discarded');
+    assert.deepEqual(t.callsOf('dead.purge')[0].args.ids, [ids[1]]);
+
+    await p.page.click('#dead-purge-all');
+    await waitFor(async () => (await text(p, '#toast')) === 'Purged 9 dead letters.', 'purged all');
+    assert.match(p.ui.confirms.at(-1)!.message, /Purge all 9 dead letters of orders\?/);
+    await waitFor(async () => p.page.isVisible('#dead-empty'), 'empty dead list');
+    assert.equal(await p.page.isDisabled('#dead-purge-all'), true);
+  });
+
+  it('replay all asks first and shows progress', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.click('#tab-dead');
+    await p.page.waitForSelector('#dead-rows tr');
+    await p.page.click('#dead-replay-all');
+    await waitFor(async () => (await text(p, '#toast')) === 'Replayed 12 messages.', 'replayed all');
+    assert.deepEqual(lastRequest(p, 'dead.replay')!.args, { all: true });
+    assert.equal(p.ui.confirms.at(-1)!.action, 'Replay all');
+    assert.ok(p.ui.progress.some((x) => /Replaying dead letters/.test(x)));
+    assert.equal(t.counts().dead, 0);
+  });
+
+  it('draws the 24-hour chart: 48 half-hour steps with the numbers on hover', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.click('#tab-metrics');
+    await p.page.waitForSelector('#chart svg');
+    assert.equal(await p.page.locator('#chart rect.step').count(), 48);
+    assert.equal(await p.page.locator('#chart rect.bar').count(), 48);
+    const step = t.lagHistory[33];
+    const box = (await p.page.locator('#chart rect.step').nth(33).boundingBox())!;
+    await p.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await p.page.waitForSelector('#chart-tip:not(.hidden)');
+    assert.equal(await text(p, '#chart-tip .tip-depth'), step.peakDepth.toLocaleString('en-US'));
+    const mins = Math.floor(step.maxWaitMs / 60_000);
+    const secs = Math.floor(step.maxWaitMs / 1000) % 60;
+    assert.equal(await text(p, '#chart-tip .tip-wait'), secs ? `${mins} min ${secs} s` : `${mins} min`);
+    const start = new Date(step.start).toISOString().slice(11, 16);
+    assert.match(await text(p, '#chart-tip .tip-time'), new RegExp(`${start}–`));
+    // Native hover text too (an SVG <title> per step).
+    assert.match((await p.page.locator('#chart rect.step').nth(33).locator('title').textContent())!, new RegExp(`peak depth ${step.peakDepth}`));
+    assert.match(await text(p, '#metric-cards'), /24 h peak depth\s+\d+/i);
+    await shot(p, 'metrics');
+    await p.page.mouse.move(5, 5);
+    await p.page.waitForSelector('#chart-tip.hidden', { state: 'attached' });
+  });
+
+  it('renders a body with HTML and script as text: nothing runs', async () => {
+    const t = new FakeTransport({ namespace: 'x', queue: '<b>q</b>' });
+    const evil = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+    t.add({ id: 'evil1', body: evil, attributes: { '<svg onload=window.__pwned=3>': '<iframe srcdoc="<script>parent.__pwned=4</script>">' }, lastError: '<img src=y onerror=window.__pwned=5>', state: 'dead', deadReason: '<i>nack</i>', deadAt: t.now });
+    t.add({ id: 'evil2', body: { html: evil, '</pre><script>window.__pwned=6</script>': 1 } });
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    await p.page.click('#msg-rows tr[data-id=evil1] td.body-col');
+    await waitFor(async () => (await p.page.locator('#detail .detail-id').count()) > 0, 'detail');
+    await p.page.click('#tab-dead');
+    await p.page.waitForSelector('#dead-rows tr');
+    await p.page.click('#dead-rows tr[data-id=evil1] td.body-col');
+    await p.page.click('#tab-messages');
+    await p.page.click('#msg-rows tr[data-id=evil2] td.body-col');
+    await waitFor(async () => (await text(p, '#detail .detail-id')) === 'evil2', 'detail 2');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await p.page.evaluate(() => (window as any).__pwned), undefined);
+    assert.equal(await p.page.locator('main img, main script, main iframe, main svg foreignObject, main b, main i').count(), 0);
+    assert.ok((await text(p, '#msg-rows')).includes('<img src=x onerror=\\"window.__pwned=1\\"><script>'));
+    assert.ok((await text(p, '#detail pre.body-json')).includes('</pre><script>window.__pwned=6</script>'));
+    assert.equal(await text(p, '#queue-name'), '<b>q</b>');
+    assert.equal(await p.page.title(), '<b>q</b> · x');
+  });
+
+  it('live: the queue’s change events refresh the visible page and the counts (debounced)', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t, { debounceMs: 60 });
+    await p.page.waitForSelector('#msg-rows tr');
+    await waitFor(() => t.subscriptionCount === 1, 'subscribed');
+    const peeksBefore = p.requests.filter((r) => r.op === 'peek').length;
+    for (let i = 0; i < 20; i++) {
+      const m = t.add({ body: { burst: i } });
+      t.emitChange('pushed', [m.id]);
+    }
+    await waitFor(async () => (await text(p, '#msg-range')) === '1–50 of 182', 'refreshed');
+    assert.match(await text(p, '#counts'), /Ready\s+157/i);
+    await new Promise((r) => setTimeout(r, 500));
+    const refreshes = p.requests.filter((r) => r.op === 'peek').length - peeksBefore;
+    assert.ok(refreshes >= 1 && refreshes <= 2, `20 events → ${refreshes} refreshes`);
+  });
+
+  it('audit log lists replays and purges', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.click('#tab-audit');
+    await p.page.waitForSelector('#audit-rows tr');
+    assert.equal(await rowCount(p, '#audit-rows'), 2);
+    const first = await text(p, '#audit-rows tr:first-child');
+    assert.match(first, /Purge dead letters\s+3/);
+    await t.request('dead.replay', { namespace: 'shop', queue: 'orders', max: 4 });
+    await p.page.click('#audit-refresh');
+    await waitFor(async () => (await rowCount(p, '#audit-rows')) === 3, 'new entry');
+    assert.match(await text(p, '#audit-rows tr:first-child'), /Replay\s+4/);
+    await shot(p, 'audit');
+  });
+
+  it('exports selected messages (JSON) and everything matching the filter (NDJSON)', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    await p.page.check('#msg-rows tr:nth-child(2) input');
+    await p.page.check('#msg-rows tr:nth-child(4) input');
+    await p.page.click('#msg-export-selected');
+    await waitFor(() => p.ui.saved.length === 1, 'saved');
+    const arr = JSON.parse(p.ui.saved[0].text);
+    assert.deepEqual(arr.map((m: any) => m.id), [t.messages[1].id, t.messages[3].id]);
+    assert.match(await text(p, '#toast'), /Exported 2 messages to \/work\/exports\/shop-orders-.*\.json/);
+    await p.page.selectOption('#msg-export-format', 'ndjson');
+    await p.page.click('#state-filter [data-state=ready]');
+    await p.page.click('#msg-export-all');
+    await waitFor(() => p.ui.saved.length === 2, 'saved all');
+    assert.equal(p.ui.saved[1].text.trimEnd().split('\n').length, 25);
+    assert.match(p.ui.saved[1].name, /\.ndjson$/);
+  });
+
+  it('stays fast at 100,000 messages: only one page is fetched and drawn', async () => {
+    const t = new FakeTransport({ namespace: 'load', queue: 'big' });
+    for (let i = 0; i < 100_000; i++) t.add({ body: { i, payload: 'x'.repeat(40) } });
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    assert.equal(await text(p, '#msg-range'), '1–50 of 100,000');
+    assert.equal(await rowCount(p), 50);
+    const t0 = Date.now();
+    await p.page.click('#msg-next');
+    await waitFor(async () => (await text(p, '#msg-range')) === '51–100 of 100,000', 'page 2');
+    assert.ok(Date.now() - t0 < 1000, `page turn took ${Date.now() - t0} ms`);
+    for (const c of t.callsOf('peek')) assert.ok(c.args.limit <= 200);
+  });
+
+  it('screenshot: the message list with a message’s detail', async () => {
+    const t = fixtureQueue({ mixed: true });
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    const m = t.messages.find((x) => x.state === 'ready' && x.attributes)!;
+    await p.page.click(`#msg-rows tr[data-id="${m.id}"] td.body-col`);
+    await waitFor(async () => (await text(p, '#detail .detail-id')) === m.id, 'detail');
+    await p.page.check('#msg-rows tr:nth-child(14) input');
+    await p.page.check('#msg-rows tr:nth-child(15) input');
+    await shot(p, 'messages');
+  });
+
+  it('restores its tab and filters from the saved webview state', async () => {
+    p = await openPanel(browser, fixtureQueue(), { state: { ref: { namespace: 'shop', queue: 'orders' }, tab: 'dead', states: ['dead'], search: 'ada', pageSize: 25 } });
+    await p.page.waitForSelector('#dead-rows tr');
+    assert.equal(await p.page.isVisible('#view-dead'), true);
+    assert.equal(await p.page.inputValue('#search'), 'ada');
+    assert.equal(await p.page.inputValue('#msg-page-size'), '25');
+  });
+
+  it('shows a banner when the emulator is unreachable, and recovers', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    t.failNext.set('peek', new QuaysideError('unavailable', 'cannot reach the emulator at ws://127.0.0.1:7433'));
+    await p.page.click('#msg-next');
+    await p.page.waitForSelector('#banner:not(.hidden)');
+    assert.match(await text(p, '#banner-text'), /Emulator not reachable/);
+    await p.page.click('#banner-retry');
+    await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
+  });
+});
