@@ -1,0 +1,328 @@
+import assert from 'node:assert/strict';
+import type { Dialect } from '../../emulator/protocol';
+import { DAY, HOUR, SECOND, makeEngine, rejects } from '../helpers';
+
+// Every row of DESIGN.md's transition table, on the virtual clock.
+
+type Env = ReturnType<typeof makeEngine>;
+const ref = { namespace: 'ns', queue: 'q' };
+
+async function withQueue(dialect: Dialect, fn: (t: Env) => Promise<void>, policy?: Record<string, unknown>) {
+  const t = makeEngine();
+  try {
+    await t.engine.createQueue({ ...ref, dialect, policy });
+    await fn(t);
+  } finally {
+    await t.close();
+  }
+}
+
+async function pullOne(t: Env, leaseMs?: number) {
+  const { messages } = await t.engine.pull({ ...ref, max: 1, leaseMs });
+  return messages[0];
+}
+
+describe('engine: message transitions', () => {
+  it('push makes a ready message with attempts 0', () =>
+    withQueue('cache', async (t) => {
+      const r = await t.engine.push({ ...ref, body: { a: 1 } });
+      assert.equal(r.deduped, false);
+      const m = await t.engine.getMessage({ ...ref, id: r.id });
+      assert.equal(m.state, 'ready');
+      assert.equal(m.attempts, 0);
+      assert.deepEqual(m.body, { a: 1 });
+    }));
+
+  it('a delayed push is delayed until its time, then ready (with an event, without a pull)', () =>
+    withQueue('cache', async (t) => {
+      const r = await t.engine.push({ ...ref, body: 1, delayMs: 30 * SECOND });
+      assert.equal((await t.engine.getMessage({ ...ref, id: r.id })).state, 'delayed');
+      assert.equal((await pullOne(t)), undefined);
+      await t.advance(30 * SECOND - 1);
+      assert.equal((await t.engine.getMessage({ ...ref, id: r.id })).state, 'delayed');
+      t.events.length = 0;
+      await t.advance(1);
+      assert.equal((await t.engine.getMessage({ ...ref, id: r.id })).state, 'ready');
+      assert.ok(t.events.some((e) => e.kind === 'ready' && e.counts?.ready === 1), 'a ready event went out');
+      assert.equal((await pullOne(t)).id, r.id);
+    }));
+
+  it('pull leases: attempts + 1, a fresh receipt, lease_until = now + lease', () =>
+    withQueue('cache', async (t) => {
+      await t.engine.push({ ...ref, body: 1 });
+      const now = t.clock.now();
+      const m = await pullOne(t, 10 * SECOND);
+      assert.equal(m.attempts, 1);
+      assert.equal(m.state, 'leased');
+      assert.equal(m.leaseUntil, now + 10 * SECOND);
+      assert.match(m.receipt, /^r_/);
+      await t.advance(10 * SECOND);
+      const again = await pullOne(t);
+      assert.equal(again.attempts, 2);
+      assert.notEqual(again.receipt, m.receipt, 'each delivery has its own receipt');
+    }));
+
+  it('ack with the current receipt deletes the message; a second ack is false', () =>
+    withQueue('cache', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1 });
+      const m = await pullOne(t);
+      assert.deepEqual(await t.engine.ack({ receipt: m.receipt }), { ok: true });
+      assert.equal((await rejects(t.engine.getMessage({ ...ref, id }))).code, 'not_found');
+      assert.deepEqual(await t.engine.ack({ receipt: m.receipt }), { ok: false });
+    }));
+
+  it('a receipt is refused one millisecond after its lease ends, even though nothing swept', () =>
+    withQueue('cache', async (t) => {
+      await t.engine.push({ ...ref, body: 1 });
+      const m = await pullOne(t, 5000);
+      // Move the clock without running due work: the row is still "leased" in the store.
+      t.clock.set(m.leaseUntil + 1);
+      assert.equal((await t.engine.peek({ ...ref, states: ['leased'] })).total, 1, 'nothing swept yet');
+      assert.equal((await t.engine.ack({ receipt: m.receipt })).ok, false);
+      assert.equal((await t.engine.nack({ receipt: m.receipt })).ok, false);
+      assert.equal((await t.engine.extend({ receipt: m.receipt })).ok, false);
+    }));
+
+  it('a receipt is good until the last millisecond of its lease', () =>
+    withQueue('cache', async (t) => {
+      await t.engine.push({ ...ref, body: 1 });
+      const m = await pullOne(t, 5000);
+      t.clock.set(m.leaseUntil - 1);
+      assert.equal((await t.engine.ack({ receipt: m.receipt })).ok, true);
+    }));
+
+  it('an old receipt does not settle the redelivered copy', () =>
+    withQueue('cache', async (t) => {
+      await t.engine.push({ ...ref, body: 1 });
+      const first = await pullOne(t, 1000);
+      await t.advance(1000);
+      const second = await pullOne(t, 1000);
+      assert.equal((await t.engine.ack({ receipt: first.receipt })).ok, false);
+      assert.equal((await t.engine.ack({ receipt: second.receipt })).ok, true);
+    }));
+
+  it('nack puts the message at the back of the queue', () =>
+    withQueue('cache', async (t) => {
+      const a = await t.engine.push({ ...ref, body: 'a' });
+      await t.advance(1);
+      const b = await t.engine.push({ ...ref, body: 'b' });
+      const m = await pullOne(t);
+      assert.equal(m.id, a.id);
+      await t.advance(1);
+      assert.equal((await t.engine.nack({ receipt: m.receipt })).ok, true);
+      const { messages } = await t.engine.pull({ ...ref, max: 2 });
+      assert.deepEqual(messages.map((x) => x.id), [b.id, a.id]);
+      assert.equal(messages[1].attempts, 2);
+    }));
+
+  it('nack with a delay makes it delayed, then ready', () =>
+    withQueue('cache', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1 });
+      const m = await pullOne(t);
+      await t.engine.nack({ receipt: m.receipt, delayMs: 3000 });
+      assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'delayed');
+      await t.advance(3000);
+      assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'ready');
+    }));
+
+  it('lease expiry returns the message to the queue on time, without a pull', () =>
+    withQueue('cache', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1 });
+      await pullOne(t, 30 * SECOND);
+      t.events.length = 0;
+      await t.advance(30 * SECOND);
+      const m = await t.engine.getMessage({ ...ref, id });
+      assert.equal(m.state, 'ready');
+      assert.ok(t.events.some((e) => e.kind === 'requeued' && e.ids.includes(id)));
+    }));
+
+  it('touch / extend sets lease_until = now + lease', () =>
+    withQueue('cache', async (t) => {
+      await t.engine.push({ ...ref, body: 1 });
+      const m = await pullOne(t, 10 * SECOND);
+      await t.advance(8 * SECOND);
+      const r = await t.engine.extend({ receipt: m.receipt, leaseMs: 10 * SECOND });
+      assert.deepEqual(r, { ok: true, leaseUntil: t.clock.now() + 10 * SECOND });
+      await t.advance(9 * SECOND);
+      assert.equal((await t.engine.ack({ receipt: m.receipt })).ok, true, 'the extended lease still holds at 17 s');
+    }));
+
+  it('extend without leaseMs uses the queue lease', () =>
+    withQueue('cache', async (t) => {
+      await t.engine.push({ ...ref, body: 1 });
+      const m = await pullOne(t, 1000);
+      const r = await t.engine.extend({ receipt: m.receipt });
+      assert.equal(r.leaseUntil, t.clock.now() + 30 * SECOND);
+    }));
+
+  describe('dead-lettering per dialect', () => {
+    const cases: [Dialect, number, string, string][] = [
+      ['cache', 5, 'timeout', 'nack'],
+      ['env', 4, 'timeout', 'retry'],
+      ['sync', 10, 'max_deliveries_exceeded', 'max_deliveries_exceeded'],
+    ];
+    for (const [dialect, deliveries, timeoutReason, nackReason] of cases) {
+      it(`${dialect}: delivery ${deliveries} ending in an expired lease goes dead with reason "${timeoutReason}"`, () =>
+        withQueue(dialect, async (t) => {
+          const { id } = await t.engine.push({ ...ref, body: 1 });
+          for (let i = 1; i <= deliveries; i++) {
+            const m = await pullOne(t);
+            assert.equal(m?.attempts, i, `delivery ${i}`);
+            await t.advance(30 * SECOND);
+          }
+          const dead = await t.engine.getMessage({ ...ref, id });
+          assert.equal(dead.state, 'dead');
+          assert.equal(dead.deadReason, timeoutReason);
+          assert.equal(dead.attempts, deliveries);
+          assert.equal(await pullOne(t), undefined);
+        }));
+
+      it(`${dialect}: delivery ${deliveries} ending in a nack goes dead with reason "${nackReason}" and the last error`, () =>
+        withQueue(dialect, async (t) => {
+          const { id } = await t.engine.push({ ...ref, body: 1 });
+          for (let i = 1; i <= deliveries; i++) {
+            const m = await pullOne(t);
+            assert.equal(m.attempts, i);
+            await t.engine.nack({ receipt: m.receipt, error: `boom ${i}` });
+            if (i < deliveries) assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'ready');
+          }
+          const dead = await t.engine.getMessage({ ...ref, id });
+          assert.equal(dead.state, 'dead');
+          assert.equal(dead.deadReason, nackReason);
+          assert.equal(dead.lastError, `boom ${deliveries}`);
+          assert.ok(dead.deadAt !== null);
+        }));
+    }
+
+    it("sync: a nack's own reason is recorded when it sends the message dead", () =>
+      withQueue('sync', async (t) => {
+        const { id } = await t.engine.push({ ...ref, body: 1 });
+        const m = await pullOne(t);
+        await t.engine.nack({ receipt: m.receipt, reason: 'handler_error' });
+        assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'dead');
+        assert.equal((await t.engine.getMessage({ ...ref, id })).deadReason, 'handler_error');
+      }, { maxDeliveries: 1 }));
+  });
+
+  it('sync: a message older than maxMessageAgeMs (7 days) goes dead with reason "expired"', () =>
+    withQueue('sync', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1 });
+      await t.advance(7 * DAY - 1);
+      assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'ready');
+      await t.advance(1);
+      const m = await t.engine.getMessage({ ...ref, id });
+      assert.equal(m.state, 'dead');
+      assert.equal(m.deadReason, 'expired');
+    }));
+
+  it('env: a message older than the queue retention is dropped', () =>
+    withQueue('env', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1 });
+      await t.advance(HOUR);
+      assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'ready');
+      await t.advance(HOUR);
+      assert.equal((await rejects(t.engine.getMessage({ ...ref, id }))).code, 'not_found');
+      assert.equal((await t.engine.stats(ref)).counts.dead, 0);
+    }, { maxMessageAgeMs: 2 * HOUR, deadRetentionMs: 2 * HOUR }));
+
+  it('cache: no max age: a message can wait 30 days', () =>
+    withQueue('cache', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1 });
+      await t.advance(30 * DAY);
+      assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'ready');
+    }));
+
+  async function killOne(t: Env): Promise<string> {
+    const { id } = await t.engine.push({ ...ref, body: { job: 1 } });
+    const m = await pullOne(t);
+    await t.engine.nack({ receipt: m.receipt, dead: true });
+    assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'dead');
+    return id;
+  }
+
+  it('replay: dead → ready with the same id; the next delivery has attempts 1', () =>
+    withQueue('cache', async (t) => {
+      const id = await killOne(t);
+      assert.deepEqual(await t.engine.replay({ ...ref, ids: [id] }), { replayed: 1 });
+      const m = await pullOne(t);
+      assert.equal(m.id, id);
+      assert.equal(m.attempts, 1);
+      assert.equal((await t.engine.stats(ref)).counts.dead, 0);
+    }));
+
+  it('replay without ids moves the oldest 100', () =>
+    withQueue('cache', async (t) => {
+      for (let i = 0; i < 120; i++) await t.engine.push({ ...ref, body: i });
+      const { messages } = await t.engine.pull({ ...ref, max: 120 });
+      for (const m of messages) await t.engine.nack({ receipt: m.receipt, dead: true });
+      assert.equal((await t.engine.stats(ref)).counts.dead, 120);
+      assert.deepEqual(await t.engine.replay(ref), { replayed: 100 });
+      const counts = (await t.engine.stats(ref)).counts;
+      assert.equal(counts.dead, 20);
+      assert.equal(counts.ready, 100);
+      const left = await t.engine.deadList({ ...ref, limit: 100 });
+      assert.deepEqual(left.messages.map((m) => m.body), Array.from({ length: 20 }, (_, i) => 100 + i));
+    }));
+
+  it('purgeDead by ids deletes only those; without ids deletes all', () =>
+    withQueue('cache', async (t) => {
+      const a = await killOne(t);
+      const b = await killOne(t);
+      assert.deepEqual(await t.engine.purgeDead({ ...ref, ids: [a] }), { purged: 1 });
+      assert.deepEqual((await t.engine.deadList(ref)).messages.map((m) => m.id), [b]);
+      assert.deepEqual(await t.engine.purgeDead(ref), { purged: 1 });
+      assert.equal((await t.engine.deadList(ref)).total, 0);
+    }));
+
+  it('dead letters are deleted when their retention ends (cache 14 days, sync 7 days)', async () => {
+    for (const [dialect, days] of [['cache', 14], ['env', 14], ['sync', 7]] as const) {
+      await withQueue(dialect, async (t) => {
+        const id = await killOne(t);
+        await t.advance(days * DAY - 1);
+        assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'dead', `${dialect} still dead`);
+        await t.advance(1);
+        assert.equal((await rejects(t.engine.getMessage({ ...ref, id }))).code, 'not_found', `${dialect} gone after ${days} days`);
+        assert.equal((await t.engine.stats(ref)).counts.dead, 0);
+      });
+    }
+  });
+
+  it('purge of live messages drops ready, delayed and leased, and needs the queue name', () =>
+    withQueue('env', async (t) => {
+      const dead = await killOne(t);
+      await t.engine.push({ ...ref, body: 1 });
+      await t.engine.push({ ...ref, body: 2, delayMs: 5000 });
+      await t.engine.push({ ...ref, body: 3 });
+      await pullOne(t);
+      const err = await rejects(t.engine.purge({ ...ref, confirm: 'wrong' }));
+      assert.equal(err.code, 'invalid_argument');
+      assert.equal((await t.engine.stats(ref)).counts.depth + (await t.engine.stats(ref)).counts.leased, 3, 'nothing purged');
+      assert.deepEqual(await t.engine.purge({ ...ref, confirm: 'q' }), { purged: 3 });
+      const c = (await t.engine.stats(ref)).counts;
+      assert.deepEqual([c.ready, c.delayed, c.leased, c.dead], [0, 0, 0, 1]);
+      assert.equal((await t.engine.getMessage({ ...ref, id: dead })).state, 'dead');
+    }));
+
+  it('replays and purges are audited with their token and count', () =>
+    withQueue('cache', async (t) => {
+      await killOne(t);
+      await killOne(t);
+      await t.engine.replay(ref, { name: 'ci-token', namespace: null });
+      await t.engine.purgeDead(ref, { name: 'other', namespace: null });
+      const { entries } = await t.engine.auditList({});
+      assert.deepEqual(entries.map((e) => [e.action, e.token, e.count, e.queue]), [
+        ['purge_dead', 'other', 0, 'q'],
+        ['replay', 'ci-token', 2, 'q'],
+      ]);
+    }));
+
+  it('nack delay over maxNackDelayMs throws and settles nothing', () =>
+    withQueue('sync', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1 });
+      const m = await pullOne(t);
+      const err = await rejects(t.engine.nack({ receipt: m.receipt, delayMs: 7 * DAY + 1 }));
+      assert.equal(err.code, 'invalid_argument');
+      assert.equal((await t.engine.getMessage({ ...ref, id })).state, 'leased');
+      assert.equal((await t.engine.nack({ receipt: m.receipt, delayMs: 7 * DAY })).ok, true);
+    }));
+});
