@@ -1,0 +1,287 @@
+import { strict as assert } from 'assert';
+import { LaunchError, Lifecycle, defaultBackoff, type Endpoint, type ExitInfo, type Instance, type LaunchContext, type Snapshot } from '../../../src/core/lifecycle';
+
+/** An instance the test drives by hand. */
+class FakeInstance implements Instance {
+  readonly ready: Promise<Endpoint>;
+  readonly exited: Promise<ExitInfo>;
+  listen!: (port?: number) => void;
+  fail!: (e: Error) => void;
+  exit!: (code?: number) => void;
+  stopped = false;
+  constructor(readonly ctx: LaunchContext) {
+    this.ready = new Promise<Endpoint>((res, rej) => {
+      this.listen = (port = 7433) => res({ url: `ws://127.0.0.1:${port}`, http: `http://127.0.0.1:${port}`, token: 't', host: '127.0.0.1', port, attached: false });
+      this.fail = rej;
+    });
+    this.ready.catch(() => undefined);
+    this.exited = new Promise<ExitInfo>((res) => (this.exit = (code = 1) => res({ code, signal: null })));
+  }
+  async stop() {
+    this.stopped = true;
+    this.exit(0);
+  }
+}
+
+function setup(opts: { maxRestarts?: number; stableMs?: number; now?: () => number } = {}) {
+  const instances: FakeInstance[] = [];
+  const states: string[] = [];
+  let launchHook: ((ctx: LaunchContext) => Promise<void>) | undefined;
+  const lc = new Lifecycle({
+    launch: async (ctx) => {
+      if (launchHook) await launchHook(ctx);
+      const i = new FakeInstance(ctx);
+      instances.push(i);
+      return i;
+    },
+    backoffMs: (n) => n * 5,
+    maxRestarts: opts.maxRestarts ?? 3,
+    stableMs: opts.stableMs ?? 60_000,
+    now: opts.now,
+  });
+  lc.onDidChange((s) => states.push(s.state));
+  return { lc, instances, states, setLaunchHook: (h: typeof launchHook) => (launchHook = h) };
+}
+
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+function waitFor(lc: Lifecycle, pred: (s: Snapshot) => boolean, ms = 2000): Promise<Snapshot> {
+  return new Promise((resolve, reject) => {
+    if (pred(lc.snapshot())) return resolve(lc.snapshot());
+    const t = setTimeout(() => reject(new Error(`timed out in ${lc.state}`)), ms);
+    const off = lc.onDidChange((s) => {
+      if (pred(s)) {
+        clearTimeout(t);
+        off();
+        resolve(s);
+      }
+    });
+  });
+}
+
+describe('extension: emulator lifecycle', () => {
+  it('starts: stopped → starting → running, with the endpoint', async () => {
+    const { lc, instances, states } = setup();
+    assert.equal(lc.state, 'stopped');
+    const p = lc.start();
+    assert.equal(lc.state, 'starting');
+    await tick();
+    instances[0].listen(7500);
+    const s = await p;
+    assert.equal(s.state, 'running');
+    assert.equal(s.endpoint?.port, 7500);
+    assert.deepEqual(states, ['starting', 'running']);
+  });
+
+  it('a second start while starting or running does not launch again', async () => {
+    const { lc, instances } = setup();
+    const a = lc.start();
+    const b = lc.start();
+    await tick();
+    instances[0].listen();
+    await Promise.all([a, b]);
+    await lc.start();
+    assert.equal(instances.length, 1);
+  });
+
+  it('a failed start ends stopped with the error, and does not retry', async () => {
+    const { lc, instances, states } = setup();
+    const p = lc.start();
+    await tick();
+    instances[0].fail(new LaunchError('port_in_use', 'port 7433 is in use'));
+    const s = await p;
+    assert.equal(s.state, 'stopped');
+    assert.equal(s.error?.code, 'port_in_use');
+    await tick(30);
+    assert.equal(instances.length, 1);
+    assert.deepEqual(states, ['starting', 'stopped']);
+  });
+
+  it('a launch that throws (no node) ends stopped with that error', async () => {
+    const { lc, setLaunchHook } = setup();
+    setLaunchHook(async () => {
+      throw new LaunchError('node_not_found', '"node" is not on PATH');
+    });
+    const s = await lc.start();
+    assert.equal(s.state, 'stopped');
+    assert.equal(s.error?.code, 'node_not_found');
+  });
+
+  it('stops: running → stopping → stopped, and stops the instance', async () => {
+    const { lc, instances, states } = setup();
+    const p = lc.start();
+    await tick();
+    instances[0].listen();
+    await p;
+    await lc.stop();
+    assert.equal(lc.state, 'stopped');
+    assert.ok(instances[0].stopped);
+    assert.deepEqual(states, ['starting', 'running', 'stopping', 'stopped']);
+    assert.equal(lc.snapshot().endpoint, undefined);
+  });
+
+  it('stop while starting stops the half-started instance and never reports running', async () => {
+    const { lc, instances, states } = setup();
+    const p = lc.start();
+    await tick();
+    const stopped = lc.stop();
+    assert.equal(lc.state, 'stopping');
+    await stopped;
+    instances[0].listen(); // too late: it was stopped
+    await p;
+    assert.equal(lc.state, 'stopped');
+    assert.ok(instances[0].stopped);
+    assert.ok(!states.includes('running'));
+  });
+
+  it('stop while the launch itself is still pending stops the instance once it appears', async () => {
+    const { lc, instances, setLaunchHook } = setup();
+    let release!: () => void;
+    setLaunchHook(() => new Promise<void>((r) => (release = r)));
+    const p = lc.start();
+    await tick();
+    const stopped = lc.stop();
+    release();
+    await stopped;
+    await p;
+    assert.equal(lc.state, 'stopped');
+    assert.equal(instances.length, 1);
+    assert.ok(instances[0].stopped);
+  });
+
+  it('a crash goes to crashed, then restarts after the back-off with the previous port', async () => {
+    const { lc, instances, states } = setup();
+    const p = lc.start();
+    await tick();
+    instances[0].listen(7601);
+    await p;
+    instances[0].exit(1);
+    const crashed = await waitFor(lc, (s) => s.state === 'crashed');
+    assert.equal(crashed.error?.code, 'crashed');
+    assert.ok(crashed.restartAt! > 0);
+    assert.equal(crashed.restarts, 1);
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+    assert.equal(instances.length, 2);
+    assert.equal(instances[1].ctx.attempt, 1);
+    assert.equal(instances[1].ctx.previous?.port, 7601);
+    instances[1].listen(7601);
+    await waitFor(lc, (s) => s.state === 'running');
+    assert.deepEqual(states, ['starting', 'running', 'crashed', 'starting', 'running']);
+  });
+
+  it('backs off longer each time and gives up after maxRestarts', async () => {
+    const { lc, instances } = setup({ maxRestarts: 2 });
+    const p = lc.start();
+    await tick();
+    instances[0].listen();
+    await p;
+    instances[0].exit(1);
+    // restart 1 fails, restart 2 fails, then it gives up
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+    instances[1].fail(new LaunchError('exited', 'exited before it listened'));
+    const between = await waitFor(lc, (s) => s.state === 'crashed');
+    assert.equal(between.restarts, 2);
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+    instances[2].fail(new LaunchError('exited', 'exited before it listened'));
+    const s = await waitFor(lc, (s) => s.state === 'crashed' && s.restartAt === undefined);
+    assert.match(s.error!.message, /gave up after 2 automatic restarts/);
+    await tick(40);
+    assert.equal(instances.length, 3);
+    // A manual start still works and resets the count.
+    const again = lc.start();
+    await tick();
+    instances[3].listen();
+    assert.equal((await again).state, 'running');
+    assert.equal(lc.snapshot().restarts, 0);
+  });
+
+  it('a crash-restart that hits a permanent failure (native module) stops retrying', async () => {
+    const { lc, instances } = setup();
+    const p = lc.start();
+    await tick();
+    instances[0].listen();
+    await p;
+    instances[0].exit(1);
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+    instances[1].fail(new LaunchError('native_module', 'better-sqlite3 does not load'));
+    const s = await waitFor(lc, (s) => s.state === 'stopped');
+    assert.equal(s.error?.code, 'native_module');
+  });
+
+  it('stop while crashed cancels the pending restart', async () => {
+    const { lc, instances } = setup();
+    const p = lc.start();
+    await tick();
+    instances[0].listen();
+    await p;
+    instances[0].exit(1);
+    await waitFor(lc, (s) => s.state === 'crashed');
+    await lc.stop();
+    assert.equal(lc.state, 'stopped');
+    await tick(30);
+    assert.equal(instances.length, 1);
+  });
+
+  it('a long, stable run resets the restart count', async () => {
+    let now = 0;
+    const { lc, instances } = setup({ stableMs: 1000, now: () => now });
+    const p = lc.start();
+    await tick();
+    instances[0].listen();
+    await p;
+    instances[0].exit(1);
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+    instances[1].listen();
+    await waitFor(lc, (s) => s.state === 'running');
+    assert.equal(lc.snapshot().restarts, 1);
+    now += 5000;
+    instances[1].exit(1);
+    const s = await waitFor(lc, (s) => s.state === 'crashed');
+    assert.equal(s.restarts, 1, 'counted from zero again');
+  });
+
+  it('an exit after a normal stop is not a crash', async () => {
+    const { lc, instances, states } = setup();
+    const p = lc.start();
+    await tick();
+    instances[0].listen();
+    await p;
+    await lc.stop();
+    await tick(20);
+    assert.ok(!states.includes('crashed'));
+  });
+
+  it('restart() stops and starts again', async () => {
+    const { lc, instances } = setup();
+    const p = lc.start();
+    await tick();
+    instances[0].listen();
+    await p;
+    const r = lc.restart();
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+    instances[1].listen();
+    assert.equal((await r).state, 'running');
+    assert.ok(instances[0].stopped);
+  });
+
+  it('dispose stops and refuses later starts', async () => {
+    const { lc, instances } = setup();
+    const p = lc.start();
+    await tick();
+    instances[0].listen();
+    await p;
+    await lc.dispose();
+    assert.ok(instances[0].stopped);
+    assert.equal((await lc.start()).state, 'stopped');
+    assert.equal(instances.length, 1);
+  });
+
+  it('default back-off doubles from 1 s up to 30 s', () => {
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map(defaultBackoff), [1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+  });
+});
