@@ -1,0 +1,46 @@
+// Collects work for a short window and runs it once.
+
+export interface Debounced<T> {
+  /** Add to the pending batch; the flush runs `waitMs` after the first add (never later than that). */
+  add(item: T): void;
+  /** Run the pending batch now. */
+  flush(): void;
+  /** Drop the pending batch. */
+  cancel(): void;
+  readonly pending: boolean;
+}
+
+export function batchDebounce<T>(
+  waitMs: number,
+  run: (items: T[]) => void,
+  timers: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void } = {
+    set: (fn, ms) => setTimeout(fn, ms),
+    clear: (t) => clearTimeout(t as NodeJS.Timeout),
+  },
+): Debounced<T> {
+  let items: T[] = [];
+  let timer: unknown;
+  const flush = () => {
+    if (timer !== undefined) timers.clear(timer);
+    timer = undefined;
+    if (items.length === 0) return;
+    const batch = items;
+    items = [];
+    run(batch);
+  };
+  return {
+    add(item: T) {
+      items.push(item);
+      if (timer === undefined) timer = timers.set(flush, waitMs);
+    },
+    flush,
+    cancel() {
+      if (timer !== undefined) timers.clear(timer);
+      timer = undefined;
+      items = [];
+    },
+    get pending() {
+      return timer !== undefined;
+    },
+  };
+}

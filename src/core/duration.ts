@@ -1,0 +1,30 @@
+// "90s", "5m", "1h30m", "250ms", "1500" (ms) → milliseconds. Undefined when it is not a duration.
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, sec: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+
+export function parseDuration(text: string): number | undefined {
+  const t = text.trim().toLowerCase().replace(/\s+/g, '');
+  if (!t) return undefined;
+  if (/^\d+(\.\d+)?$/.test(t)) return Math.round(Number(t));
+  const re = /(\d+(?:\.\d+)?)(ms|sec|s|min|m|h|d)/gy;
+  let total = 0;
+  let end = 0;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(t))) {
+    total += Number(m[1]) * UNITS[m[2]];
+    end = re.lastIndex;
+  }
+  if (end !== t.length) return undefined;
+  return Math.round(total);
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
+  return `${Math.round(h / 24)} d`;
+}

@@ -1,0 +1,76 @@
+// What to tell the user when the emulator does not start, and which fixes to offer.
+// Plain data, so the wording is unit-tested; the extension turns actions into buttons.
+
+export type FixAction =
+  | 'installWorkspace' // run `npm i -D quayside` in the workspace
+  | 'setNodePath' // open the quayside.nodePath setting
+  | 'useFreePort' // start again on a free port
+  | 'changePort' // open the quayside.port setting
+  | 'openSettings' // the Quayside settings
+  | 'showLog' // the output channel
+  | 'retry';
+
+export interface Explanation {
+  message: string;
+  actions: FixAction[];
+}
+
+export interface FailureContext {
+  /** Which emulator copy ran ('workspace' | 'packaged' | 'attached'). */
+  source?: string;
+  nodePath?: string;
+  port?: number;
+  url?: string;
+}
+
+export function explainFailure(f: { code: string; message: string }, ctx: FailureContext = {}): Explanation {
+  switch (f.code) {
+    case 'node_not_found':
+      return {
+        message: `Quayside runs its emulator under Node.js, and none was found (${f.message}). Install Node.js 20 or newer and make sure \`node\` is on PATH, or set "quayside.nodePath" to its full path.`,
+        actions: ['setNodePath', 'showLog'],
+      };
+    case 'node_too_old':
+      return { message: `${capital(f.message)}. Set "quayside.nodePath" to a newer Node.js.`, actions: ['setNodePath'] };
+    case 'emulator_not_found':
+      return {
+        message: `No Quayside emulator was found: ${f.message}. Run \`npm i -D quayside\` in your workspace, or reinstall the extension.`,
+        actions: ['installWorkspace', 'showLog'],
+      };
+    case 'native_module':
+      if (ctx.source === 'workspace') {
+        return {
+          message: `The workspace's quayside could not load its native SQLite module under ${ctx.nodePath ?? 'node'}: ${stripFix(f.message)}. Rebuild it for this Node (\`npm rebuild better-sqlite3\` in the workspace), or set "quayside.nodePath" to the Node your project uses.`,
+          actions: ['setNodePath', 'showLog'],
+        };
+      }
+      return {
+        message: `The emulator packaged with the extension could not load its native SQLite module under ${ctx.nodePath ?? 'node'}: ${stripFix(f.message)}. Fix: run \`npm i -D quayside\` in your workspace (it builds for your Node), or set "quayside.nodePath" to a Node it was built for.`,
+        actions: ['installWorkspace', 'setNodePath', 'showLog'],
+      };
+    case 'port_in_use':
+      return {
+        message: `Port ${ctx.port ?? ''} is already in use, so the emulator cannot listen there. Start it on a free port, or change "quayside.port" (or attach to the emulator already running there with "quayside.url").`.replace('Port  is', 'The port is'),
+        actions: ['useFreePort', 'changePort'],
+      };
+    case 'data_dir':
+      return { message: `The emulator cannot use its data directory: ${f.message}. Check "quayside.dataDir".`, actions: ['openSettings', 'showLog'] };
+    case 'attach_failed':
+      return { message: `${capital(f.message)}. Check "quayside.url", or clear it to let the extension start its own emulator.`, actions: ['openSettings', 'retry'] };
+    case 'unauthorized':
+      return { message: `${capital(f.message)}. Set "quayside.token" to the emulator's read-write token.`, actions: ['openSettings'] };
+    case 'timeout':
+      return { message: `${capital(f.message)}. See the Quayside output for what it printed.`, actions: ['showLog', 'retry'] };
+    default:
+      return { message: `The Quayside emulator did not start: ${f.message}`, actions: ['showLog', 'retry'] };
+  }
+}
+
+function capital(s: string): string {
+  return s ? s[0].toUpperCase() + s.slice(1) : s;
+}
+
+/** The CLI's native_module message already carries a "Fix: …" tail; we say it our way. */
+function stripFix(s: string): string {
+  return s.replace(/\s*Fix:.*$/s, '').replace(/\.$/, '');
+}

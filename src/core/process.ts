@@ -1,0 +1,194 @@
+// Running the emulator as a child process under a real `node`, and attaching to one that runs.
+// No VS Code here; the lifecycle drives these as `Instance`s.
+import * as cp from 'child_process';
+import { Connection } from '../../emulator/clients/connection';
+import { LineSplitter, classifyStderr, hostPort, parseCliLine } from './cliOutput';
+import { LaunchError, type Endpoint, type ExitInfo, type Instance } from './lifecycle';
+import { MIN_NODE_MAJOR, nodeMajor, type EmulatorSource } from './locate';
+
+export interface SpawnOptions {
+  nodePath: string;
+  cliPath: string;
+  source?: EmulatorSource;
+  port: number;
+  host?: string;
+  /** Data directory; ignored with `memory`. */
+  dataDir?: string;
+  memory?: boolean;
+  token: string;
+  clock?: 'system' | 'virtual';
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Each line the process prints that is not its JSON event. */
+  log?: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** How long to wait for the listening line. Default 20 s. */
+  readyTimeoutMs?: number;
+  /** After closing stdin, how long to wait before SIGTERM, and then before SIGKILL. */
+  graceMs?: number;
+  spawn?: typeof cp.spawn;
+}
+
+export function cliArgs(o: SpawnOptions): string[] {
+  const args = [o.cliPath, 'start', '--port', String(o.port), '--host', o.host ?? '127.0.0.1'];
+  if (o.memory) args.push('--memory');
+  else if (o.dataDir) args.push('--data', o.dataDir);
+  args.push('--token', o.token);
+  if (o.clock === 'virtual') args.push('--clock', 'virtual');
+  args.push('--json', '--exit-with-parent');
+  return args;
+}
+
+export function spawnEmulator(o: SpawnOptions): Instance & { readonly pid: number | undefined } {
+  const spawn = o.spawn ?? cp.spawn;
+  const child = spawn(o.nodePath, cliArgs(o), {
+    cwd: o.cwd,
+    env: { ...(o.env ?? process.env), ELECTRON_RUN_AS_NODE: undefined },
+    // stdin stays open: the emulator (--exit-with-parent) ends when it closes, even if we die.
+    stdio: ['pipe', 'pipe', 'pipe'],
+    windowsHide: true,
+  });
+  const log = o.log ?? (() => undefined);
+  let stderrTail = '';
+  let listened = false;
+  let exited = false;
+  let resolveReady!: (e: Endpoint) => void;
+  let rejectReady!: (e: Error) => void;
+  const ready = new Promise<Endpoint>((res, rej) => {
+    resolveReady = res;
+    rejectReady = rej;
+  });
+  ready.catch(() => undefined);
+  let settled = false;
+  const settle = (fn: () => void) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(readyTimer);
+    fn();
+  };
+
+  let resolveExit!: (i: ExitInfo) => void;
+  const exitedP = new Promise<ExitInfo>((res) => (resolveExit = res));
+
+  const out = new LineSplitter((line) => {
+    const ev = parseCliLine(line);
+    if (!ev) {
+      if (line.trim()) log(line, 'stdout');
+      return;
+    }
+    if (ev.event === 'listening') {
+      listened = true;
+      const { host, port } = hostPort(ev.url);
+      settle(() =>
+        resolveReady({ url: ev.url, http: ev.http, token: ev.token || o.token, host, port, pid: ev.pid || child.pid, attached: false, source: o.source, clock: ev.clock ?? o.clock ?? 'system' }),
+      );
+    } else {
+      log(`error ${ev.code}: ${ev.message}`, 'stdout');
+      settle(() => rejectReady(new LaunchError(ev.code, ev.message)));
+    }
+  });
+  const err = new LineSplitter((line) => {
+    stderrTail = (stderrTail + line + '\n').slice(-8000);
+    if (line.trim()) log(line, 'stderr');
+  });
+  child.stdout?.on('data', (c: Buffer) => out.push(c));
+  child.stderr?.on('data', (c: Buffer) => err.push(c));
+  child.stdin?.on('error', () => undefined);
+
+  const readyTimer = setTimeout(() => {
+    settle(() => rejectReady(new LaunchError('timeout', `the emulator did not report that it listens within ${Math.round((o.readyTimeoutMs ?? 20000) / 1000)} s`, stderrTail)));
+    void stop();
+  }, o.readyTimeoutMs ?? 20000);
+
+  child.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') {
+      settle(() => rejectReady(new LaunchError('node_not_found', `cannot run node at "${o.nodePath}"`)));
+    } else {
+      settle(() => rejectReady(new LaunchError('spawn_failed', `cannot start ${o.nodePath}: ${e.message}`)));
+    }
+    if (!exited) {
+      exited = true;
+      resolveExit({ code: null, signal: null });
+    }
+  });
+  child.on('exit', (code, signal) => {
+    out.end();
+    err.end();
+    exited = true;
+    if (!listened) {
+      const known = classifyStderr(stderrTail);
+      settle(() =>
+        rejectReady(
+          known
+            ? new LaunchError(known.code, known.message, stderrTail.trim())
+            : new LaunchError('exited', `the emulator exited before it listened (${signal ? `signal ${signal}` : `exit code ${code}`})`, stderrTail.trim()),
+        ),
+      );
+    }
+    resolveExit({ code, signal });
+  });
+
+  const grace = o.graceMs ?? 3000;
+  let stopping: Promise<void> | undefined;
+  function stop(): Promise<void> {
+    if (exited) return Promise.resolve();
+    if (!stopping) {
+      stopping = (async () => {
+        child.stdin?.end();
+        const gone = (ms: number) => Promise.race([exitedP.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref?.())]);
+        if (await gone(grace)) return;
+        child.kill('SIGTERM');
+        if (await gone(grace)) return;
+        child.kill('SIGKILL');
+        await gone(grace);
+      })();
+    }
+    return stopping;
+  }
+
+  return { ready, exited: exitedP, stop, pid: child.pid };
+}
+
+/** Check the node binary: its version, or a LaunchError saying what is wrong with it. */
+export function probeNode(nodePath: string, execFile: typeof cp.execFile = cp.execFile): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(nodePath, ['--version'], { timeout: 10000, env: { ...process.env, ELECTRON_RUN_AS_NODE: undefined } }, (e, stdout) => {
+      if (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        reject(new LaunchError('node_not_found', code === 'ENOENT' ? `no node at "${nodePath}"` : `cannot run "${nodePath} --version": ${e.message}`));
+        return;
+      }
+      const v = String(stdout).trim();
+      const major = nodeMajor(v);
+      if (major === undefined) reject(new LaunchError('node_not_found', `"${nodePath}" does not look like Node.js (it printed "${v.slice(0, 80)}")`));
+      else if (major < MIN_NODE_MAJOR) reject(new LaunchError('node_too_old', `the emulator needs Node ${MIN_NODE_MAJOR} or newer; "${nodePath}" is ${v}`));
+      else resolve(v);
+    });
+  });
+}
+
+/** An emulator someone else runs: ready once it answers hello; stop only disconnects. */
+export function attachEmulator(url: string, token: string | undefined): Instance {
+  const conn = new Connection({ url, token: token || undefined, client: 'vscode-probe', connectTimeoutMs: 3000 });
+  let resolveExit!: (i: ExitInfo) => void;
+  const exited = new Promise<ExitInfo>((r) => (resolveExit = r));
+  const ready = conn
+    .open()
+    .then(() => {
+      const { host, port } = hostPort(conn.url);
+      const info = conn.serverInfo;
+      void conn.close();
+      return { url: conn.url, http: conn.url.replace(/^ws/, 'http'), token: token ?? '', host, port, attached: true, source: 'attached', clock: info?.clock } as Endpoint;
+    })
+    .catch((e: { code?: string; message?: string }) => {
+      void conn.close();
+      throw new LaunchError(e.code === 'unauthorized' ? 'unauthorized' : 'attach_failed', `cannot attach to the emulator at ${url}: ${e.message ?? String(e)}`);
+    });
+  return {
+    ready,
+    exited,
+    stop: async () => {
+      await conn.close();
+      resolveExit({ code: 0, signal: null });
+    },
+  };
+}

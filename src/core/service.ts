@@ -1,0 +1,172 @@
+// The emulator as the extension sees it: the lifecycle, what to launch (from the settings), and
+// the connection to whatever runs. No VS Code here: settings come in through `getConfig`.
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import { Connection } from '../../emulator/clients/connection';
+import type { Transport } from '../../emulator/clients/transport';
+import { LaunchError, Lifecycle, type Endpoint, type Instance, type LaunchContext, type LifecycleOptions, type Snapshot } from './lifecycle';
+import { locateEmulator, resolveNode, type EmulatorSource } from './locate';
+import { attachEmulator, probeNode, spawnEmulator } from './process';
+import { SwitchingTransport } from './switching';
+
+export interface EmulatorConfig {
+  /** Attach to this emulator instead of starting one. */
+  url: string;
+  token: string;
+  nodePath: string;
+  port: number;
+  host: string;
+  /** Absolute data directory (ignored with memory). */
+  dataDir: string;
+  memory: boolean;
+  clock: 'system' | 'virtual';
+  restartOnCrash: boolean;
+  workspaceFolders: string[];
+  extensionPath: string;
+  env: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+export interface LaunchInfo {
+  mode: 'spawn' | 'attach';
+  source?: EmulatorSource | 'attached';
+  nodePath?: string;
+  cliPath?: string;
+  port?: number;
+  url?: string;
+}
+
+export interface ServiceOptions {
+  getConfig: () => EmulatorConfig;
+  log?: (line: string) => void;
+  lifecycle?: Partial<Omit<LifecycleOptions, 'launch'>>;
+  /** For tests: replace how an instance is made. */
+  launchOverride?: (cfg: EmulatorConfig, ctx: LaunchContext, info: LaunchInfo) => Promise<Instance>;
+  exists?: (p: string) => boolean;
+  makeConnection?: (ep: Endpoint) => Transport;
+}
+
+export class EmulatorService {
+  readonly lifecycle: Lifecycle;
+  /** The one transport everything holds; it follows the running emulator. */
+  readonly transport = new SwitchingTransport();
+  private connection: Transport | undefined;
+  /** The token the extension gives the emulators it starts (kept across restarts). */
+  readonly token = crypto.randomBytes(24).toString('base64url');
+  private portOverride: number | undefined;
+  lastLaunch: LaunchInfo | undefined;
+  private readonly opts: ServiceOptions;
+  private readonly exists: (p: string) => boolean;
+
+  constructor(opts: ServiceOptions) {
+    this.opts = opts;
+    this.exists = opts.exists ?? ((p) => fs.existsSync(p));
+    const log = opts.log ?? (() => undefined);
+    this.lifecycle = new Lifecycle({
+      ...opts.lifecycle,
+      maxRestarts: opts.lifecycle?.maxRestarts ?? (opts.getConfig().restartOnCrash ? 5 : 0),
+      launch: (ctx) => this.launch(ctx),
+    });
+    this.lifecycle.onLog(log);
+    this.lifecycle.onDidChange((s) => this.onState(s));
+  }
+
+  get state() {
+    return this.lifecycle.state;
+  }
+
+  snapshot(): Snapshot {
+    return this.lifecycle.snapshot();
+  }
+
+  /** Start; `port` overrides the setting for this start and its crash restarts (0 = a free port). */
+  start(opts: { port?: number } = {}): Promise<Snapshot> {
+    this.portOverride = opts.port;
+    return this.lifecycle.start();
+  }
+
+  stop(): Promise<void> {
+    return this.lifecycle.stop();
+  }
+
+  async restart(opts: { port?: number } = {}): Promise<Snapshot> {
+    await this.lifecycle.stop();
+    return this.start(opts);
+  }
+
+  async dispose(): Promise<void> {
+    await this.lifecycle.dispose();
+    await this.setConnection(undefined);
+  }
+
+  private async launch(ctx: LaunchContext): Promise<Instance> {
+    const cfg = this.opts.getConfig();
+    const log = this.opts.log ?? (() => undefined);
+    if (cfg.url.trim()) {
+      const info: LaunchInfo = { mode: 'attach', source: 'attached', url: cfg.url.trim() };
+      this.lastLaunch = info;
+      log(`attaching to the emulator at ${info.url}`);
+      if (this.opts.launchOverride) return this.opts.launchOverride(cfg, ctx, info);
+      return attachEmulator(info.url!, cfg.token || undefined);
+    }
+    const port = ctx.attempt > 0 && ctx.previous && !ctx.previous.attached ? ctx.previous.port : this.portOverride ?? cfg.port;
+    const info: LaunchInfo = { mode: 'spawn', port, nodePath: cfg.nodePath };
+    this.lastLaunch = info;
+    const node = resolveNode({ nodePath: cfg.nodePath, env: cfg.env, exists: this.exists });
+    if (!node) {
+      throw new LaunchError('node_not_found', cfg.nodePath.includes('/') || cfg.nodePath.includes('\\') ? `"${cfg.nodePath}" does not exist` : `"${cfg.nodePath}" is not on PATH`);
+    }
+    info.nodePath = node;
+    const located = locateEmulator({ workspaceFolders: cfg.workspaceFolders, extensionPath: cfg.extensionPath, exists: this.exists });
+    if (!located.found) throw new LaunchError('emulator_not_found', `looked for ${located.tried.join(', ')}`);
+    info.source = located.found.source;
+    info.cliPath = located.found.cliPath;
+    if (this.opts.launchOverride) return this.opts.launchOverride(cfg, ctx, info);
+    const version = await probeNode(node);
+    log(`node ${version} at ${node}; emulator: ${located.found.source} copy ${located.found.cliPath}`);
+    log(`data: ${cfg.memory ? 'in memory' : cfg.dataDir}; port ${port === 0 ? '(a free one)' : port}${cfg.clock === 'virtual' ? '; virtual clock' : ''}`);
+    return spawnEmulator({
+      nodePath: node,
+      cliPath: located.found.cliPath,
+      source: located.found.source,
+      port,
+      host: cfg.host,
+      dataDir: cfg.dataDir,
+      memory: cfg.memory,
+      token: this.token,
+      clock: cfg.clock,
+      cwd: cfg.cwd ?? cfg.workspaceFolders[0],
+      env: cfg.env,
+      log: (line, stream) => log(`${stream === 'stderr' ? '[emulator:err]' : '[emulator]'} ${line}`),
+    });
+  }
+
+  private onState(s: Snapshot): void {
+    if (s.state === 'running' && s.endpoint) {
+      const ep = s.endpoint;
+      const token = ep.attached ? this.opts.getConfig().token || undefined : ep.token || this.token;
+      const conn = this.opts.makeConnection
+        ? this.opts.makeConnection({ ...ep, token: token ?? '' })
+        : new Connection({ url: ep.url, token, client: 'vscode' });
+      void this.setConnection(conn);
+    } else if (s.state !== 'running') {
+      void this.setConnection(undefined);
+    }
+  }
+
+  private async setConnection(c: Transport | undefined): Promise<void> {
+    const old = this.connection;
+    if (old === c) return;
+    this.connection = c;
+    this.transport.set(c);
+    if (old) await old.close().catch(() => undefined);
+  }
+
+  /** `QUAYSIDE_URL=… QUAYSIDE_TOKEN=…` for the running emulator, or undefined. */
+  connectionSettings(): string | undefined {
+    const s = this.snapshot();
+    if (s.state !== 'running' || !s.endpoint) return undefined;
+    const token = s.endpoint.attached ? this.opts.getConfig().token : s.endpoint.token || this.token;
+    return `QUAYSIDE_URL=${s.endpoint.url}${token ? ` QUAYSIDE_TOKEN=${token}` : ''}`;
+  }
+}

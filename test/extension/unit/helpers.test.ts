@@ -1,0 +1,134 @@
+import { strict as assert } from 'assert';
+import { QuaysideError } from '../../../emulator/errors';
+import { isProgrammatic, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
+import { batchDebounce } from '../../../src/core/debounce';
+import { formatDuration, parseDuration } from '../../../src/core/duration';
+import { explainFailure } from '../../../src/core/explain';
+import { SwitchingTransport } from '../../../src/core/switching';
+import { ScriptedTransport, change } from './ext-fakes';
+
+describe('extension: debouncing', () => {
+  it('collects everything added within the window into one run', async () => {
+    const runs: number[][] = [];
+    const d = batchDebounce<number>(20, (xs) => runs.push(xs));
+    d.add(1);
+    d.add(2);
+    assert.equal(d.pending, true);
+    await new Promise((r) => setTimeout(r, 5));
+    d.add(3);
+    assert.deepEqual(runs, []);
+    await new Promise((r) => setTimeout(r, 30));
+    assert.deepEqual(runs, [[1, 2, 3]]);
+    d.add(4);
+    d.flush();
+    assert.deepEqual(runs, [[1, 2, 3], [4]]);
+    d.add(5);
+    d.cancel();
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(runs.length, 2);
+  });
+
+  it('a steady stream still flushes once per window (no starvation)', () => {
+    let fire: (() => void) | undefined;
+    const runs: number[][] = [];
+    const d = batchDebounce<number>(100, (xs) => runs.push(xs), { set: (fn) => (fire = fn), clear: () => (fire = undefined) });
+    for (let i = 0; i < 5; i++) d.add(i);
+    fire!();
+    assert.deepEqual(runs, [[0, 1, 2, 3, 4]]);
+  });
+});
+
+describe('extension: command arguments', () => {
+  it('queue refs from nodes and objects', () => {
+    assert.deepEqual(refFromArg({ kind: 'queue', id: 'x', namespace: 'n', queue: 'q' }), { namespace: 'n', queue: 'q' });
+    assert.deepEqual(refFromArg({ namespace: 'n', queue: 'q', body: 1 }), { namespace: 'n', queue: 'q' });
+    assert.equal(refFromArg({ kind: 'namespace', id: 'x', namespace: 'n' }), undefined);
+    assert.equal(refFromArg(undefined), undefined);
+  });
+
+  it('programmatic calls are plain objects, not tree nodes', () => {
+    assert.equal(isProgrammatic({ namespace: 'n', queue: 'q' }), true);
+    assert.equal(isProgrammatic({ kind: 'queue', id: 'queue:x', namespace: 'n', queue: 'q' }), false);
+    assert.equal(isProgrammatic(undefined), false);
+  });
+
+  it('message ids: the selection, else the clicked node, else ids', () => {
+    const m = (id: string) => ({ kind: 'message', id: `m:${id}`, namespace: 'n', queue: 'q', messageId: id });
+    assert.deepEqual(messageIdsFromArgs(m('a'), [m('a'), m('b'), { kind: 'queue', id: 'q' }]), ['a', 'b']);
+    assert.deepEqual(messageIdsFromArgs(m('a'), undefined), ['a']);
+    assert.deepEqual(messageIdsFromArgs({ namespace: 'n', queue: 'q', ids: ['x'] }, undefined), ['x']);
+    assert.equal(messageIdsFromArgs({ kind: 'folder', id: 'f' }, undefined), undefined);
+  });
+
+  it('names and JSON bodies', () => {
+    assert.equal(validateName('jobs', 'queue'), undefined);
+    assert.match(validateName(' ', 'queue')!, /needed/);
+    assert.match(validateName('a b', 'namespace')!, /no spaces/);
+    assert.deepEqual(parseJsonBody('{"a":1}'), { ok: true, value: { a: 1 } });
+    assert.deepEqual(parseJsonBody('"s"'), { ok: true, value: 's' });
+    const bad = parseJsonBody('{a:1}');
+    assert.equal(bad.ok, false);
+    assert.equal(parseJsonBody('').ok, false);
+  });
+});
+
+describe('extension: durations', () => {
+  it('parses and formats', () => {
+    assert.equal(parseDuration('30s'), 30_000);
+    assert.equal(parseDuration('1h30m'), 5_400_000);
+    assert.equal(parseDuration('250ms'), 250);
+    assert.equal(parseDuration('1500'), 1500);
+    assert.equal(parseDuration('2 min'), 120_000);
+    assert.equal(parseDuration('soon'), undefined);
+    assert.equal(parseDuration('5x'), undefined);
+    assert.equal(formatDuration(90_000), '1 min 30 s');
+    assert.equal(formatDuration(500), '500 ms');
+  });
+});
+
+describe('extension: failure explanations', () => {
+  it('a native module in the packaged copy offers npm i -D quayside and quayside.nodePath', () => {
+    const ex = explainFailure({ code: 'native_module', message: 'better-sqlite3 does not load under Node v24 (x). Fix: run `npm i -D quayside`' }, { source: 'packaged', nodePath: '/usr/bin/node' });
+    assert.match(ex.message, /npm i -D quayside/);
+    assert.match(ex.message, /quayside\.nodePath/);
+    assert.doesNotMatch(ex.message, /Fix: run `npm i -D quayside`.*Fix:/s);
+    assert.deepEqual(ex.actions.slice(0, 2), ['installWorkspace', 'setNodePath']);
+  });
+
+  it('a taken port offers a free port', () => {
+    const ex = explainFailure({ code: 'port_in_use', message: 'in use' }, { port: 7433 });
+    assert.match(ex.message, /Port 7433 is already in use/);
+    assert.deepEqual(ex.actions, ['useFreePort', 'changePort']);
+  });
+
+  it('no node says how to fix it', () => {
+    const ex = explainFailure({ code: 'node_not_found', message: '"node" is not on PATH' });
+    assert.match(ex.message, /quayside\.nodePath/);
+    assert.ok(ex.actions.includes('setNodePath'));
+  });
+});
+
+describe('extension: the switching transport', () => {
+  it('fails unavailable with nothing behind it, forwards requests and events, and reconnects on a switch', async () => {
+    const s = new SwitchingTransport();
+    await assert.rejects(s.request('queue.list', {}), (e: QuaysideError) => e.code === 'unavailable');
+    const events: string[] = [];
+    let reconnects = 0;
+    s.onEvent((e) => events.push(e.event === 'change' ? e.kind : e.event));
+    s.onReconnect(() => reconnects++);
+    const a = new ScriptedTransport();
+    s.set(a);
+    assert.equal(reconnects, 1);
+    assert.deepEqual(await s.request('queue.list', {}), { queues: [] });
+    a.emit(change('n', 'q', 'pushed', null));
+    a.reconnect();
+    assert.equal(reconnects, 2);
+    const b = new ScriptedTransport();
+    s.set(b);
+    a.emit(change('n', 'q', 'acked', null)); // the old one is no longer heard
+    b.emit(change('n', 'q', 'dead', null));
+    assert.deepEqual(events, ['pushed', 'dead']);
+    s.set(undefined);
+    await assert.rejects(s.request('queue.list', {}));
+  });
+});
