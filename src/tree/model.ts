@@ -1,0 +1,450 @@
+// The queue tree as data: which nodes exist, with which labels, descriptions, icons and
+// contextValues, from protocol data. No VS Code here; `provider.ts` maps `NodeView`s to TreeItems.
+// Updates come from the emulator's change events, never from polling.
+import type { ChangeEvent, Dialect, MessageView, QueueCounts, QueueInfo, ServerEvent } from '../../emulator/protocol';
+import type { Transport } from '../../emulator/clients/transport';
+import { formatDuration } from '../core/duration';
+
+export type FolderKind = 'messages' | 'dead';
+
+export type TreeNode =
+  | { kind: 'namespace'; id: string; namespace: string }
+  | { kind: 'queue'; id: string; namespace: string; queue: string }
+  | { kind: 'folder'; id: string; namespace: string; queue: string; folder: FolderKind }
+  | { kind: 'message'; id: string; namespace: string; queue: string; folder: FolderKind; messageId: string }
+  | { kind: 'loadMore'; id: string; namespace: string; queue: string; folder: FolderKind }
+  | { kind: 'error'; id: string; message: string };
+
+export type QueueNode = Extract<TreeNode, { kind: 'queue' }>;
+export type FolderNode = Extract<TreeNode, { kind: 'folder' }>;
+export type MessageNode = Extract<TreeNode, { kind: 'message' }>;
+
+/** The fixed contextValues that menus key on. */
+export const CONTEXT = {
+  namespace: 'quayside.namespace',
+  queue: 'quayside.queue',
+  queueWithDead: 'quayside.queue.dead',
+  messages: 'quayside.messages',
+  deadLetters: 'quayside.deadLetters',
+  deadLettersEmpty: 'quayside.deadLetters.empty',
+  messageLive: 'quayside.message.live',
+  messageDead: 'quayside.message.dead',
+  loadMore: 'quayside.loadMore',
+  error: 'quayside.error',
+} as const;
+
+export interface NodeView {
+  label: string;
+  description?: string;
+  tooltip?: string;
+  contextValue: string;
+  collapsible: 'none' | 'collapsed' | 'expanded';
+  /** A codicon id, and a theme colour id for it. */
+  icon?: { id: string; color?: string };
+  /** The command a click runs (its arguments are the node). */
+  command?: { command: string; title: string };
+}
+
+interface Page {
+  messages: MessageView[];
+  next: string | null;
+  total: number;
+  stale: boolean;
+}
+
+export interface TreeModelOptions {
+  pageSize?: number;
+  now?: () => number;
+}
+
+const SEP = '\u0000';
+const key = (ns: string, q: string) => ns + SEP + q;
+
+export function folderLabel(dialect: Dialect | undefined, folder: FolderKind): string {
+  if (folder === 'messages') return 'Messages';
+  return dialect === 'env' ? 'Failed' : 'Dead letters';
+}
+
+export function liveCount(c: QueueCounts): number {
+  return c.ready + c.delayed + c.leased;
+}
+
+export function countsDescription(c: QueueCounts): string {
+  return `${c.ready} ready · ${c.delayed} delayed · ${c.leased} in flight · ${c.dead} dead`;
+}
+
+export function bodyPreview(body: unknown, max = 60): string {
+  let s: string;
+  try {
+    s = typeof body === 'string' ? JSON.stringify(body) : JSON.stringify(body) ?? String(body);
+  } catch {
+    s = String(body);
+  }
+  s = s.replace(/\s+/g, ' ');
+  return s.length > max ? s.slice(0, max - 1) + '…' : s;
+}
+
+export function messageDescription(m: MessageView, now: number): string {
+  const tries = m.attempts === 1 ? '1 attempt' : `${m.attempts} attempts`;
+  switch (m.state) {
+    case 'ready':
+      return `ready · ${tries}`;
+    case 'delayed':
+      return `delayed ${formatDuration(Math.max(0, m.visibleAt - now))} · ${tries}`;
+    case 'leased':
+      return `in flight${m.leaseUntil ? ` (${formatDuration(Math.max(0, m.leaseUntil - now))} left)` : ''} · ${tries}`;
+    case 'dead':
+      return `dead${m.deadReason ? ` · ${m.deadReason}` : ''} · ${tries}`;
+  }
+}
+
+export function messageTooltip(m: MessageView): string {
+  const lines = [
+    `id: ${m.id}`,
+    `state: ${m.state}`,
+    `attempts: ${m.attempts}`,
+    `enqueued: ${new Date(m.enqueuedAt).toISOString()}`,
+  ];
+  if (m.state === 'delayed') lines.push(`visible at: ${new Date(m.visibleAt).toISOString()}`);
+  if (m.leaseUntil) lines.push(`lease until: ${new Date(m.leaseUntil).toISOString()}`);
+  if (m.deadAt) lines.push(`dead since: ${new Date(m.deadAt).toISOString()}`);
+  if (m.deadReason) lines.push(`reason: ${m.deadReason}`);
+  if (m.lastError) lines.push(`last error: ${m.lastError}`);
+  if (m.dedupeKey) lines.push(`dedupe key: ${m.dedupeKey}`);
+  lines.push(`size: ${m.sizeBytes} bytes`, '', bodyPreview(m.body, 400));
+  return lines.join('\n');
+}
+
+const STATE_ICON: Record<MessageView['state'], { id: string; color?: string }> = {
+  ready: { id: 'circle-filled', color: 'charts.green' },
+  delayed: { id: 'clock', color: 'charts.yellow' },
+  leased: { id: 'sync', color: 'charts.blue' },
+  dead: { id: 'error', color: 'list.errorForeground' },
+};
+
+/** Which folders a change of this kind touches. */
+function foldersFor(kind: ChangeEvent['kind']): FolderKind[] {
+  switch (kind) {
+    case 'dead':
+    case 'replayed':
+    case 'purged':
+      return ['messages', 'dead'];
+    default:
+      return ['messages'];
+  }
+}
+
+export interface ChangeEffect {
+  /** The whole tree must be asked again (queues appeared or went). */
+  root: boolean;
+  /** Nodes whose rendering or children changed. */
+  nodes: TreeNode[];
+}
+
+export class TreeModel {
+  private transport: Transport | undefined;
+  private queues = new Map<string, QueueInfo>();
+  private pages = new Map<string, Page>();
+  private nodes = new Map<string, TreeNode>();
+  private loadedRoot = false;
+  private rootError: string | undefined;
+  readonly pageSize: number;
+  private readonly now: () => number;
+
+  constructor(opts: TreeModelOptions = {}) {
+    this.pageSize = opts.pageSize ?? 50;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** A new emulator (or none): forget everything. */
+  setTransport(t: Transport | undefined): void {
+    this.transport = t;
+    this.queues.clear();
+    this.pages.clear();
+    this.loadedRoot = false;
+    this.rootError = undefined;
+  }
+
+  get hasTransport(): boolean {
+    return !!this.transport;
+  }
+
+  /** True once the queue list was loaded and holds nothing. */
+  get isEmpty(): boolean {
+    return this.loadedRoot && !this.rootError && this.queues.size === 0;
+  }
+
+  deadTotal(): number {
+    let n = 0;
+    for (const q of this.queues.values()) n += q.counts.dead;
+    return n;
+  }
+
+  queueInfo(namespace: string, queue: string): QueueInfo | undefined {
+    return this.queues.get(key(namespace, queue));
+  }
+
+  allQueues(): QueueInfo[] {
+    return [...this.queues.values()].sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+  }
+
+  /** The messages shown under a folder (its loaded pages). */
+  loadedMessages(namespace: string, queue: string, folder: FolderKind): MessageView[] {
+    return this.pages.get(this.folderId(namespace, queue, folder))?.messages ?? [];
+  }
+
+  // ---- nodes (stable objects per id: VS Code refreshes by identity) -------------------------------
+
+  private node<N extends TreeNode>(n: N): N {
+    const existing = this.nodes.get(n.id);
+    if (existing) return existing as N;
+    this.nodes.set(n.id, n);
+    return n;
+  }
+  private folderId(ns: string, q: string, f: FolderKind): string {
+    return `folder:${ns}${SEP}${q}${SEP}${f}`;
+  }
+  namespaceNode(namespace: string) {
+    return this.node({ kind: 'namespace' as const, id: `ns:${namespace}`, namespace });
+  }
+  queueNode(namespace: string, queue: string) {
+    return this.node({ kind: 'queue' as const, id: `queue:${key(namespace, queue)}`, namespace, queue });
+  }
+  folderNode(namespace: string, queue: string, folder: FolderKind) {
+    return this.node({ kind: 'folder' as const, id: this.folderId(namespace, queue, folder), namespace, queue, folder });
+  }
+  private messageNode(namespace: string, queue: string, folder: FolderKind, messageId: string) {
+    return this.node({ kind: 'message' as const, id: `msg:${key(namespace, queue)}${SEP}${folder}${SEP}${messageId}`, namespace, queue, folder, messageId });
+  }
+  private loadMoreNode(namespace: string, queue: string, folder: FolderKind) {
+    return this.node({ kind: 'loadMore' as const, id: `more:${key(namespace, queue)}${SEP}${folder}`, namespace, queue, folder });
+  }
+
+  /** The parent of a node (for TreeView.reveal). */
+  parent(n: TreeNode): TreeNode | undefined {
+    switch (n.kind) {
+      case 'namespace':
+      case 'error':
+        return undefined;
+      case 'queue':
+        return this.namespaceNode(n.namespace);
+      case 'folder':
+        return this.queueNode(n.namespace, n.queue);
+      case 'message':
+      case 'loadMore':
+        return this.folderNode(n.namespace, n.queue, n.folder);
+    }
+  }
+
+  // ---- children ------------------------------------------------------------------------------
+
+  async children(n?: TreeNode): Promise<TreeNode[]> {
+    const t = this.transport;
+    if (!t) return [];
+    if (!n) {
+      try {
+        await this.loadQueues();
+      } catch (e) {
+        this.rootError = (e as Error).message;
+        return [this.node({ kind: 'error' as const, id: 'error:root', message: `Cannot list the queues: ${this.rootError}` })];
+      }
+      const namespaces = [...new Set([...this.queues.values()].map((q) => q.namespace))].sort();
+      return namespaces.map((ns) => this.namespaceNode(ns));
+    }
+    switch (n.kind) {
+      case 'namespace':
+        return this.allQueues()
+          .filter((q) => q.namespace === n.namespace)
+          .map((q) => this.queueNode(q.namespace, q.name));
+      case 'queue':
+        return [this.folderNode(n.namespace, n.queue, 'messages'), this.folderNode(n.namespace, n.queue, 'dead')];
+      case 'folder': {
+        const id = n.id;
+        let page = this.pages.get(id);
+        if (!page || page.stale) {
+          try {
+            page = await this.fetchPage(n, undefined);
+          } catch (e) {
+            return [this.node({ kind: 'error' as const, id: `error:${id}`, message: `Cannot peek: ${(e as Error).message}` })];
+          }
+          this.pages.set(id, page);
+        }
+        const out: TreeNode[] = page.messages.map((m) => this.messageNode(n.namespace, n.queue, n.folder, m.id));
+        if (page.next) out.push(this.loadMoreNode(n.namespace, n.queue, n.folder));
+        return out;
+      }
+      default:
+        return [];
+    }
+  }
+
+  private async loadQueues(): Promise<void> {
+    const t = this.transport;
+    if (!t) return;
+    const { queues } = await t.request('queue.list', {});
+    const seen = new Set<string>();
+    for (const q of queues) {
+      const k = key(q.namespace, q.name);
+      seen.add(k);
+      this.queues.set(k, q);
+    }
+    for (const k of [...this.queues.keys()]) if (!seen.has(k)) this.forgetQueue(k);
+    this.loadedRoot = true;
+    this.rootError = undefined;
+  }
+
+  private forgetQueue(k: string): void {
+    this.queues.delete(k);
+    for (const f of ['messages', 'dead'] as const) this.pages.delete(`folder:${k}${SEP}${f}`);
+    for (const id of [...this.nodes.keys()]) if (id.includes(k + SEP) || id === `queue:${k}`) this.nodes.delete(id);
+  }
+
+  private async fetchPage(n: { namespace: string; queue: string; folder: FolderKind }, cursor: string | undefined): Promise<Page> {
+    const t = this.transport;
+    if (!t) throw new Error('the emulator is not running');
+    const states = n.folder === 'dead' ? (['dead'] as const) : (['ready', 'delayed', 'leased'] as const);
+    const args = { namespace: n.namespace, queue: n.queue, states: [...states], limit: this.pageSize, ...(cursor ? { cursor } : {}) };
+    const r = await t.request('peek', args);
+    return { messages: r.messages, next: r.next, total: r.total, stale: false };
+  }
+
+  /** Fetch the next page of a folder; resolves to the folder node to refresh. */
+  async loadMore(n: { namespace: string; queue: string; folder: FolderKind }): Promise<TreeNode> {
+    const folder = this.folderNode(n.namespace, n.queue, n.folder);
+    const page = this.pages.get(folder.id);
+    if (!page || !page.next) return folder;
+    const more = await this.fetchPage(n, page.next);
+    const seen = new Set(page.messages.map((m) => m.id));
+    page.messages.push(...more.messages.filter((m) => !seen.has(m.id)));
+    page.next = more.next;
+    page.total = more.total;
+    return folder;
+  }
+
+  message(n: MessageNode): MessageView | undefined {
+    return this.pages.get(this.folderId(n.namespace, n.queue, n.folder))?.messages.find((m) => m.id === n.messageId);
+  }
+
+  // ---- rendering -----------------------------------------------------------------------------
+
+  view(n: TreeNode): NodeView {
+    switch (n.kind) {
+      case 'namespace': {
+        const qs = this.allQueues().filter((q) => q.namespace === n.namespace);
+        const dead = qs.reduce((s, q) => s + q.counts.dead, 0);
+        return {
+          label: n.namespace,
+          description: `${qs.length} ${qs.length === 1 ? 'queue' : 'queues'}${dead ? ` · ${dead} dead` : ''}`,
+          tooltip: `Namespace ${n.namespace}`,
+          contextValue: CONTEXT.namespace,
+          collapsible: 'expanded',
+          icon: { id: 'folder-library' },
+        };
+      }
+      case 'queue': {
+        const q = this.queueInfo(n.namespace, n.queue);
+        const c = q?.counts;
+        const dead = (c?.dead ?? 0) > 0;
+        return {
+          label: n.queue,
+          description: c ? countsDescription(c) : undefined,
+          tooltip: q
+            ? [
+                `${q.namespace}/${q.name} (${q.dialect})`,
+                c ? countsDescription(c) : '',
+                c && c.oldestReadyAgeMs ? `oldest ready message waiting ${formatDuration(c.oldestReadyAgeMs)}` : '',
+                q.consumer ? `consumer app: ${q.consumer.appId}` : '',
+              ]
+                .filter(Boolean)
+                .join('\n')
+            : undefined,
+          contextValue: dead ? CONTEXT.queueWithDead : CONTEXT.queue,
+          collapsible: 'collapsed',
+          icon: dead ? { id: 'warning', color: 'list.warningForeground' } : { id: 'inbox' },
+        };
+      }
+      case 'folder': {
+        const q = this.queueInfo(n.namespace, n.queue);
+        const c = q?.counts;
+        if (n.folder === 'messages') {
+          return {
+            label: folderLabel(q?.dialect, 'messages'),
+            description: c ? String(liveCount(c)) : undefined,
+            contextValue: CONTEXT.messages,
+            collapsible: 'collapsed',
+            icon: { id: 'mail' },
+          };
+        }
+        const dead = c?.dead ?? 0;
+        return {
+          label: folderLabel(q?.dialect, 'dead'),
+          description: c ? String(dead) : undefined,
+          contextValue: dead > 0 ? CONTEXT.deadLetters : CONTEXT.deadLettersEmpty,
+          collapsible: 'collapsed',
+          icon: dead > 0 ? { id: 'warning', color: 'list.warningForeground' } : { id: 'archive' },
+        };
+      }
+      case 'message': {
+        const m = this.message(n);
+        if (!m) return { label: n.messageId, contextValue: n.folder === 'dead' ? CONTEXT.messageDead : CONTEXT.messageLive, collapsible: 'none' };
+        return {
+          label: bodyPreview(m.body),
+          description: `${messageDescription(m, this.now())} · ${m.id}`,
+          tooltip: messageTooltip(m),
+          contextValue: m.state === 'dead' ? CONTEXT.messageDead : CONTEXT.messageLive,
+          collapsible: 'none',
+          icon: STATE_ICON[m.state],
+          command: { command: 'quayside.showMessage', title: 'Show Message' },
+        };
+      }
+      case 'loadMore': {
+        const page = this.pages.get(this.folderId(n.namespace, n.queue, n.folder));
+        const shown = page?.messages.length ?? 0;
+        return {
+          label: 'Load more…',
+          description: page ? `${shown} of ${page.total} shown` : undefined,
+          contextValue: CONTEXT.loadMore,
+          collapsible: 'none',
+          icon: { id: 'ellipsis' },
+          command: { command: 'quayside.loadMore', title: 'Load More' },
+        };
+      }
+      case 'error':
+        return { label: n.message, contextValue: CONTEXT.error, collapsible: 'none', icon: { id: 'error', color: 'list.errorForeground' } };
+    }
+  }
+
+  // ---- live updates --------------------------------------------------------------------------
+
+  /** Apply one server event to the cached state; says what to refresh. */
+  apply(e: ServerEvent): ChangeEffect {
+    if (e.event !== 'change') return { root: false, nodes: [] };
+    if (e.kind === 'queue_created' || e.kind === 'queue_deleted' || e.kind === 'queue_updated') return { root: true, nodes: [] };
+    const k = key(e.namespace, e.queue);
+    const q = this.queues.get(k);
+    if (!q) return { root: true, nodes: [] };
+    const deadBefore = q.counts.dead;
+    if (e.counts) q.counts = e.counts;
+    const nodes: TreeNode[] = [];
+    for (const f of foldersFor(e.kind)) {
+      const page = this.pages.get(this.folderId(e.namespace, e.queue, f));
+      if (page) page.stale = true;
+    }
+    // The namespace's description (its dead total) changes only when dead does; refreshing it
+    // refreshes the queue below it too.
+    if (q.counts.dead !== deadBefore) nodes.push(this.namespaceNode(e.namespace));
+    else nodes.push(this.queueNode(e.namespace, e.queue));
+    return { root: false, nodes };
+  }
+
+  /** Merge many effects into the smallest set of refreshes. */
+  static merge(effects: ChangeEffect[]): ChangeEffect {
+    if (effects.some((e) => e.root)) return { root: true, nodes: [] };
+    const byId = new Map<string, TreeNode>();
+    for (const e of effects) for (const n of e.nodes) byId.set(n.id, n);
+    // A namespace refresh covers its queues.
+    const namespaces = new Set([...byId.values()].filter((n) => n.kind === 'namespace').map((n) => (n as { namespace: string }).namespace));
+    const nodes = [...byId.values()].filter((n) => n.kind === 'namespace' || !namespaces.has((n as { namespace: string }).namespace));
+    return { root: false, nodes };
+  }
+}

@@ -1,0 +1,161 @@
+import { strict as assert } from 'assert';
+import { CONTEXT, TreeModel, bodyPreview, countsDescription, folderLabel, messageDescription, type TreeNode } from '../../../src/tree/model';
+import { ScriptedTransport, change, message, queue } from './ext-fakes';
+
+async function tree(t: ScriptedTransport, opts: { pageSize?: number } = {}) {
+  const m = new TreeModel({ pageSize: opts.pageSize ?? 2, now: () => 10_000 });
+  m.setTransport(t);
+  return m;
+}
+
+describe('extension: tree model', () => {
+  it('is empty without an emulator, and empty-but-loaded with no queues', async () => {
+    const m = new TreeModel();
+    assert.deepEqual(await m.children(), []);
+    assert.equal(m.isEmpty, false);
+    const t = new ScriptedTransport();
+    m.setTransport(t);
+    assert.deepEqual(await m.children(), []);
+    assert.equal(m.isEmpty, true);
+  });
+
+  it('namespaces → queues → Messages / Dead letters, with counts and contextValues', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('b', 'jobs', { ready: 3, delayed: 1, leased: 2, dead: 4 }), queue('a', 'mail', { ready: 1 }), queue('a', 'billing', {}, 'env')];
+    const m = await tree(t);
+    const ns = await m.children();
+    assert.deepEqual(ns.map((n) => m.view(n).label), ['a', 'b']);
+    assert.equal(m.view(ns[0]).contextValue, CONTEXT.namespace);
+    assert.equal(m.view(ns[0]).description, '2 queues');
+    assert.equal(m.view(ns[1]).description, '1 queue · 4 dead');
+
+    const qs = await m.children(ns[0]);
+    assert.deepEqual(qs.map((n) => m.view(n).label), ['billing', 'mail']);
+    const jobs = (await m.children(ns[1]))[0];
+    const v = m.view(jobs);
+    assert.equal(v.description, '3 ready · 1 delayed · 2 in flight · 4 dead');
+    assert.equal(v.contextValue, 'quayside.queue.dead');
+    assert.deepEqual(v.icon, { id: 'warning', color: 'list.warningForeground' });
+    assert.equal(m.view(qs[1]).contextValue, CONTEXT.queue);
+    assert.equal(m.view(qs[1]).icon?.id, 'inbox');
+
+    const folders = await m.children(jobs);
+    assert.deepEqual(folders.map((f) => m.view(f).label), ['Messages', 'Dead letters']);
+    assert.deepEqual(folders.map((f) => m.view(f).description), ['6', '4']);
+    assert.deepEqual(folders.map((f) => m.view(f).contextValue), [CONTEXT.messages, CONTEXT.deadLetters]);
+    // env queues call it "Failed"
+    const envFolders = await m.children(qs[0]);
+    assert.equal(m.view(envFolders[1]).label, 'Failed');
+    assert.equal(m.view(envFolders[1]).contextValue, CONTEXT.deadLettersEmpty);
+    assert.equal(m.deadTotal(), 4);
+  });
+
+  it('messages are peeked (never pulled), a page at a time, with a load-more node', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 3, dead: 1 })];
+    t.messages.set('ns/q', [message('m1', 'ready'), message('m2', 'leased', 'hi', { leaseUntil: 40_000, attempts: 1 }), message('m3', 'delayed', [1], { visibleAt: 70_000 }), message('d1', 'dead', { x: 1 }, { deadReason: 'timeout', attempts: 5 })]);
+    const m = await tree(t);
+    const [ns] = await m.children();
+    const [q] = await m.children(ns);
+    const [live, dead] = await m.children(q);
+    const first = await m.children(live);
+    assert.deepEqual(first.map((n) => n.kind), ['message', 'message', 'loadMore']);
+    assert.equal(m.view(first[0]).contextValue, CONTEXT.messageLive);
+    assert.equal(m.view(first[0]).label, '{"n":"m1"}');
+    assert.match(m.view(first[1]).description!, /^in flight \(30 s left\) · 1 attempt · m2$/);
+    assert.equal(m.view(first[2]).contextValue, CONTEXT.loadMore);
+    assert.equal(m.view(first[2]).description, '2 of 3 shown');
+    assert.equal(m.view(first[2]).command?.command, 'quayside.loadMore');
+    await m.loadMore(first[2] as Extract<TreeNode, { kind: 'loadMore' }>);
+    const all = await m.children(live);
+    assert.deepEqual(all.map((n) => (n.kind === 'message' ? n.messageId : n.kind)), ['m1', 'm2', 'm3']);
+    const deadKids = await m.children(dead);
+    assert.equal(m.view(deadKids[0]).contextValue, CONTEXT.messageDead);
+    assert.match(m.view(deadKids[0]).description!, /^dead · timeout · 5 attempts/);
+    assert.ok(t.calls.every((c) => c.op !== 'pull'), 'the tree never leases');
+    const peeks = t.calls.filter((c) => c.op === 'peek').map((c) => (c.args as { states: string[] }).states.join(','));
+    assert.deepEqual(peeks, ['ready,delayed,leased', 'ready,delayed,leased', 'dead']);
+  });
+
+  it('nodes are stable objects (VS Code refreshes by identity)', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q')];
+    const m = await tree(t);
+    const a = await m.children();
+    const b = await m.children();
+    assert.equal(a[0], b[0]);
+    assert.equal(m.parent((await m.children(a[0]))[0]), a[0]);
+  });
+
+  it('a change event updates the counts from the event and marks the folder stale (no queue.list)', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 1 })];
+    t.messages.set('ns/q', [message('m1', 'ready')]);
+    const m = await tree(t);
+    const [ns] = await m.children();
+    const [q] = await m.children(ns);
+    const [live] = await m.children(q);
+    await m.children(live);
+    const before = t.calls.length;
+    t.messages.get('ns/q')!.push(message('m2', 'ready'));
+    const eff = m.apply(change('ns', 'q', 'pushed', { ready: 2 }));
+    assert.equal(eff.root, false);
+    assert.deepEqual(eff.nodes, [q]);
+    assert.equal(m.view(q).description, '2 ready · 0 delayed · 0 in flight · 0 dead');
+    assert.equal(t.calls.length, before, 'nothing fetched until VS Code asks');
+    const kids = await m.children(live);
+    assert.equal(kids.length, 2, 'the stale folder is peeked again');
+  });
+
+  it('a change of the dead count refreshes the namespace (its description) and the badge total', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 1 })];
+    const m = await tree(t);
+    await m.children();
+    const eff = m.apply(change('ns', 'q', 'dead', { dead: 1 }));
+    assert.equal(eff.nodes[0].kind, 'namespace');
+    assert.equal(m.deadTotal(), 1);
+  });
+
+  it('queue created / deleted / unknown queues reload the root', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q')];
+    const m = await tree(t);
+    await m.children();
+    assert.equal(m.apply(change('ns', 'new', 'queue_created', null)).root, true);
+    assert.equal(m.apply(change('ns', 'other', 'pushed', { ready: 1 })).root, true);
+    assert.equal(m.apply({ event: 'clock', now: 1 }).root, false);
+    t.queues = [];
+    assert.deepEqual(await m.children(), []);
+    assert.equal(m.isEmpty, true);
+  });
+
+  it('merge: root wins; a namespace refresh covers its queues', () => {
+    const m = new TreeModel();
+    const ns = m.namespaceNode('a');
+    const qa = m.queueNode('a', 'x');
+    const qb = m.queueNode('b', 'y');
+    assert.deepEqual(TreeModel.merge([{ root: false, nodes: [qa] }, { root: false, nodes: [ns] }, { root: false, nodes: [qb, qb] }]).nodes, [ns, qb]);
+    assert.equal(TreeModel.merge([{ root: false, nodes: [qa] }, { root: true, nodes: [] }]).root, true);
+  });
+
+  it('a failing queue.list shows an error node', async () => {
+    const t = new ScriptedTransport();
+    t.request = (async () => {
+      throw new Error('not connected');
+    }) as typeof t.request;
+    const m = await tree(t);
+    const kids = await m.children();
+    assert.equal(kids[0].kind, 'error');
+    assert.match(m.view(kids[0]).label, /not connected/);
+  });
+
+  it('labels and descriptions', () => {
+    assert.equal(folderLabel('env', 'dead'), 'Failed');
+    assert.equal(folderLabel('sync', 'dead'), 'Dead letters');
+    assert.equal(bodyPreview({ a: 'x'.repeat(100) }).length, 60);
+    assert.equal(bodyPreview('text'), '"text"');
+    assert.equal(countsDescription({ ready: 1, delayed: 2, leased: 3, dead: 4, depth: 3, bytes: 0, oldestReadyAgeMs: 0 }), '1 ready · 2 delayed · 3 in flight · 4 dead');
+    assert.equal(messageDescription(message('x', 'delayed', 1, { visibleAt: 70_000, attempts: 2 }), 10_000), 'delayed 1 min · 2 attempts');
+  });
+});
