@@ -1,0 +1,402 @@
+// Every command of the extension. A command run from the palette asks for what it needs; from the
+// tree it takes the node (and the selected nodes); with a plain object argument it skips the prompts
+// (that is how the tests and other extensions call them) and returns its result.
+import * as vscode from 'vscode';
+import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
+import { DIALECTS, isProgrammatic, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../core/args';
+import { formatDuration, parseDuration } from '../core/duration';
+import type { Snapshot } from '../core/lifecycle';
+import type { EmulatorService } from '../core/service';
+import { explainFailure, type FixAction } from '../core/explain';
+import { folderLabel, type TreeNode } from '../tree/model';
+import type { QueueTreeProvider } from '../tree/provider';
+import { confirm, pickQueue, qname, withProgress } from './ui';
+import { messageUri } from '../messageDocs';
+
+export interface CommandContext {
+  context: vscode.ExtensionContext;
+  service: EmulatorService;
+  tree: QueueTreeProvider;
+  log: vscode.LogOutputChannel;
+  openQueuePanel: (ref: QueueRef) => void;
+}
+
+type Handler = (arg?: unknown, selected?: unknown) => Promise<unknown>;
+
+export function registerCommands(c: CommandContext): vscode.Disposable[] {
+  const { service, tree, log } = c;
+  const t = service.transport;
+
+  const ensureRunning = async (): Promise<boolean> => {
+    if (service.state === 'running') return true;
+    const pick = await vscode.window.showWarningMessage('The Quayside emulator is not running.', 'Start Emulator');
+    if (pick === 'Start Emulator') return (await startWithUi()).state === 'running';
+    return false;
+  };
+
+  const doFix = async (a: FixAction): Promise<void> => {
+    switch (a) {
+      case 'installWorkspace': {
+        const folder = vscode.workspace.workspaceFolders?.[0];
+        const term = vscode.window.createTerminal({ name: 'Quayside', cwd: folder?.uri });
+        term.show();
+        term.sendText('npm i -D quayside');
+        return;
+      }
+      case 'setNodePath':
+        await vscode.commands.executeCommand('workbench.action.openSettings', 'quayside.nodePath');
+        return;
+      case 'changePort':
+        await vscode.commands.executeCommand('workbench.action.openSettings', 'quayside.port');
+        return;
+      case 'openSettings':
+        await vscode.commands.executeCommand('workbench.action.openSettings', 'quayside');
+        return;
+      case 'showLog':
+        log.show(true);
+        return;
+      case 'useFreePort':
+        await startWithUi({ port: 0 });
+        return;
+      case 'retry':
+        await startWithUi();
+        return;
+    }
+  };
+  const FIX_LABEL: Record<FixAction, string> = {
+    installWorkspace: 'Run npm i -D quayside',
+    setNodePath: 'Set quayside.nodePath',
+    useFreePort: 'Use a Free Port',
+    changePort: 'Change quayside.port',
+    openSettings: 'Open Settings',
+    showLog: 'Show Log',
+    retry: 'Retry',
+  };
+
+  const reportFailure = (err: { code: string; message: string; detail?: string }) => {
+    const last = service.lastLaunch;
+    const ex = explainFailure(err, { source: last?.source, nodePath: last?.nodePath, port: last?.port, url: last?.url });
+    log.error(ex.message);
+    if (err.detail) log.error(err.detail);
+    // Not awaited: a command must not hang on a toast nobody clicks.
+    void vscode.window.showErrorMessage(`Quayside: ${ex.message}`, ...ex.actions.map((a) => FIX_LABEL[a])).then((picked) => {
+      const action = ex.actions.find((a) => FIX_LABEL[a] === picked);
+      if (action) void doFix(action);
+    });
+  };
+
+  const startWithUi = async (opts: { port?: number } = {}): Promise<Snapshot> => {
+    const snap = await withProgress('Starting the Quayside emulator…', () => service.start(opts));
+    if (snap.state !== 'running' && snap.error) reportFailure(snap.error);
+    return snap;
+  };
+
+  // ---- commands ------------------------------------------------------------------------------
+
+  const handlers: Record<string, Handler> = {
+    'quayside.start': async (arg) => {
+      const port = (arg as { port?: unknown } | undefined)?.port;
+      return startWithUi(typeof port === 'number' ? { port } : {});
+    },
+    'quayside.stop': async () => {
+      await withProgress('Stopping the Quayside emulator…', () => service.stop());
+      return service.snapshot();
+    },
+    'quayside.restart': async () => {
+      await withProgress('Stopping the Quayside emulator…', () => service.stop());
+      return startWithUi();
+    },
+    'quayside.toggle': async () => {
+      if (service.state === 'running' || service.state === 'starting') {
+        await service.stop();
+        return service.snapshot();
+      }
+      return startWithUi();
+    },
+    'quayside.showLog': async () => log.show(),
+    'quayside.refresh': async () => tree.refresh(),
+
+    'quayside.createQueue': async (arg) => {
+      if (!(await ensureRunning())) return;
+      const a = (arg ?? {}) as { namespace?: string; queue?: string; name?: string; dialect?: Dialect; policy?: object };
+      let namespace = a.namespace;
+      if (!namespace && arg && typeof arg === 'object' && (arg as TreeNode).kind === 'namespace') namespace = (arg as { namespace: string }).namespace;
+      if (!namespace) {
+        const { namespaces } = await t.request('namespace.list', {});
+        const NEW = '$(add) New namespace…';
+        const items = [...namespaces.map((n) => ({ label: n.namespace, description: `${n.queues} queues` })), { label: NEW, description: '' }];
+        const pick = namespaces.length ? await vscode.window.showQuickPick(items, { title: 'Create Queue (1/3): namespace' }) : { label: NEW };
+        if (!pick) return;
+        namespace =
+          pick.label === NEW
+            ? await vscode.window.showInputBox({ title: 'Create Queue (1/3): namespace', prompt: 'The namespace (cache namespace, env project:environment, sync tenant)', value: 'default', validateInput: (s) => validateName(s, 'namespace') })
+            : pick.label;
+        if (!namespace) return;
+      }
+      const name = a.queue ?? a.name ?? (await vscode.window.showInputBox({ title: 'Create Queue (2/3): name', prompt: `A queue in ${namespace}`, validateInput: (s) => validateName(s, 'queue') }));
+      if (!name) return;
+      let dialect = a.dialect;
+      if (!dialect) {
+        const picked = await vscode.window.showQuickPick(
+          [
+            { label: 'cache', description: 'push / pull / ack / nack, dead letters (5 deliveries, 30 s lease)' },
+            { label: 'env', description: 'send / consumer apps / HTTP API, "Failed" area (maxRetries 3)' },
+            { label: 'sync', description: 'send / recv / stream, dlq (10 deliveries)' },
+          ],
+          { title: 'Create Queue (3/3): dialect' },
+        );
+        dialect = picked?.label as Dialect | undefined;
+      }
+      if (!dialect || !DIALECTS.includes(dialect)) return;
+      const q = await t.request('queue.create', { namespace: namespace.trim(), queue: name.trim(), dialect, ...(a.policy ? { policy: a.policy } : {}) });
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: created ${dialect} queue ${q.namespace}/${q.name}.`);
+      return q;
+    },
+
+    'quayside.deleteQueue': async (arg) => {
+      if (!(await ensureRunning())) return;
+      const ref = await pickQueue(t, arg, 'Delete Queue');
+      if (!ref) return;
+      if (!skipConfirm(arg) && !(await confirm(`Delete the queue ${qname(ref)}?`, 'Every message in it, live and dead, is deleted too. This cannot be undone.', 'Delete Queue'))) return;
+      const r = await t.request('queue.delete', ref);
+      tree.flush();
+      return r;
+    },
+
+    'quayside.pushMessage': async (arg) => {
+      if (!(await ensureRunning())) return;
+      const ref = await pickQueue(t, arg, 'Push Message');
+      if (!ref) return;
+      const a = (arg ?? {}) as Partial<PushInput> & { body?: unknown };
+      let body: unknown;
+      if (isProgrammatic(arg) && 'body' in (arg as object)) body = a.body;
+      else {
+        const text = await vscode.window.showInputBox({
+          title: `Push Message to ${qname(ref)}`,
+          prompt: 'The body as JSON (use "Push Message from Active Editor" for bigger ones)',
+          value: '{"hello": "world"}',
+          validateInput: (s) => {
+            const r = parseJsonBody(s);
+            return r.ok ? undefined : r.error;
+          },
+        });
+        if (text === undefined) return;
+        const r = parseJsonBody(text);
+        if (!r.ok) return;
+        body = r.value;
+      }
+      const input = pushInput(a, body);
+      const res = await t.request('push', { ...ref, ...input });
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(res.deduped ? `Quayside: deduplicated — the key already belongs to ${res.id}.` : `Quayside: pushed ${res.id} to ${qname(ref)}.`);
+      return res;
+    },
+
+    'quayside.pushMessageFromEditor': async (arg) => {
+      if (!(await ensureRunning())) return;
+      const editor = vscode.window.activeTextEditor;
+      const text = (arg as { text?: unknown } | undefined)?.text;
+      const source = typeof text === 'string' ? text : editor?.document.getText(editor.selection.isEmpty ? undefined : editor.selection);
+      if (source === undefined) {
+        void vscode.window.showErrorMessage('Quayside: open a JSON document first; its content is the message body.');
+        return;
+      }
+      const parsed = parseJsonBody(source);
+      if (!parsed.ok) {
+        const msg = `Quayside: the ${editor && !editor.selection.isEmpty ? 'selection' : 'document'} is not a valid JSON body. ${parsed.error}`;
+        if (isProgrammatic(arg)) throw new Error(msg);
+        void vscode.window.showErrorMessage(msg);
+        return;
+      }
+      const ref = await pickQueue(t, arg, 'Push Message from Active Editor');
+      if (!ref) return;
+      const res = await t.request('push', { ...ref, ...pushInput((arg ?? {}) as Partial<PushInput>, parsed.value) });
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: pushed ${res.id} to ${qname(ref)}.`);
+      return res;
+    },
+
+    'quayside.peekMessages': async (arg) => {
+      if (!(await ensureRunning())) return;
+      const ref = await pickQueue(t, arg, 'Peek Messages');
+      if (!ref) return;
+      const dead = (arg as TreeNode | undefined)?.kind === 'folder' ? (arg as { folder: string }).folder === 'dead' : false;
+      const r = await t.request('peek', { ...ref, states: dead ? ['dead'] : ['ready', 'delayed', 'leased', 'dead'], limit: 100 });
+      if (isProgrammatic(arg)) return r;
+      if (r.messages.length === 0) {
+        void vscode.window.showInformationMessage(`Quayside: ${qname(ref)} holds no messages.`);
+        return r;
+      }
+      const pick = await vscode.window.showQuickPick(
+        r.messages.map((m) => ({ label: preview(m.body), description: `${m.state} · ${m.attempts} attempts${m.deadReason ? ` · ${m.deadReason}` : ''}`, detail: m.id, m })),
+        { title: `Peek ${qname(ref)}: ${r.messages.length} of ${r.total} (nothing is leased)`, matchOnDetail: true, matchOnDescription: true },
+      );
+      if (pick) await showMessage({ ...ref, id: pick.m.id });
+      return r;
+    },
+
+    'quayside.openQueue': async (arg) => {
+      const ref = await (service.state === 'running' ? pickQueue(t, arg, 'Open Queue') : Promise.resolve(refFromArg(arg)));
+      if (!ref) {
+        if (service.state !== 'running') await ensureRunning();
+        return;
+      }
+      c.openQueuePanel(ref);
+      return ref;
+    },
+
+    'quayside.replayDeadLetters': async (arg, selected) => {
+      if (!(await ensureRunning())) return;
+      const ids = messageIdsFromArgs(arg, selected);
+      const ref = await pickQueue(t, arg, 'Replay Dead Letters', (q) => q.counts.dead > 0);
+      if (!ref) return;
+      const area = folderLabel((await t.request('queue.get', ref)).dialect, 'dead').toLowerCase();
+      if (ids) {
+        const r = await t.request('dead.replay', { ...ref, ids });
+        if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: replayed ${r.replayed} of ${ids.length} from ${qname(ref)}.`);
+        return r;
+      }
+      const { total } = await t.request('peek', { ...ref, states: ['dead'], limit: 1 });
+      if (total === 0) {
+        if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: ${qname(ref)} has no ${area}.`);
+        return { replayed: 0 };
+      }
+      if (!skipConfirm(arg) && !(await confirm(`Replay all ${total} ${area} of ${qname(ref)}?`, 'They go back to the queue as ready messages with their attempts reset.', 'Replay All'))) return;
+      const replayed = await withProgress(`Replaying ${area} of ${qname(ref)}`, async (report) => {
+        let n = 0;
+        for (let i = 0; i < 10_000; i++) {
+          const r = await t.request('dead.replay', { ...ref, max: 100 });
+          n += r.replayed;
+          report(`${n} of ${total}`);
+          if (r.replayed === 0 || n >= total) break;
+        }
+        return n;
+      });
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: replayed ${replayed} from ${qname(ref)}.`);
+      return { replayed };
+    },
+
+    'quayside.purgeDeadLetters': async (arg, selected) => {
+      if (!(await ensureRunning())) return;
+      const ids = messageIdsFromArgs(arg, selected);
+      const ref = await pickQueue(t, arg, 'Purge Dead Letters', (q) => q.counts.dead > 0);
+      if (!ref) return;
+      const area = folderLabel((await t.request('queue.get', ref)).dialect, 'dead').toLowerCase();
+      const what = ids ? `${ids.length} selected ${ids.length === 1 ? 'message' : 'messages'}` : `all ${area}`;
+      if (!skipConfirm(arg) && !(await confirm(`Discard ${what} of ${qname(ref)}?`, 'Discarded messages are deleted for good.', ids ? 'Discard' : 'Purge'))) return;
+      const r = await withProgress(`Purging ${area} of ${qname(ref)}`, () => t.request('dead.purge', { ...ref, ...(ids ? { ids } : {}) }));
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: discarded ${r.purged} from ${qname(ref)}.`);
+      return r;
+    },
+
+    'quayside.purgeQueue': async (arg) => {
+      if (!(await ensureRunning())) return;
+      const ref = await pickQueue(t, arg, 'Purge Queue');
+      if (!ref) return;
+      if (!skipConfirm(arg) && !(await confirm(`Purge every live message of ${qname(ref)}?`, 'Ready, delayed and in-flight messages are deleted (dead letters stay). This cannot be undone.', 'Purge Queue'))) return;
+      const r = await withProgress(`Purging ${qname(ref)}`, () => t.request('purge', { ...ref, confirm: ref.queue }));
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: purged ${r.purged} from ${qname(ref)}.`);
+      return r;
+    },
+
+    'quayside.copyConnectionSettings': async () => {
+      const s = service.connectionSettings();
+      if (!s) {
+        await ensureRunning();
+        return;
+      }
+      await vscode.env.clipboard.writeText(s);
+      void vscode.window.showInformationMessage('Quayside: copied QUAYSIDE_URL and QUAYSIDE_TOKEN to the clipboard.');
+      return s;
+    },
+
+    'quayside.advanceClock': async (arg) => {
+      if (!(await ensureRunning())) return;
+      const clock = await t.request('clock.now', {});
+      if (clock.mode !== 'virtual') {
+        const msg = 'Quayside: the emulator runs on the system clock, so there is nothing to advance. Set "quayside.clock" to "virtual" and restart the emulator.';
+        if (isProgrammatic(arg)) throw new Error(msg);
+        void vscode.window.showWarningMessage(msg, 'Open Setting').then((p) => p && vscode.commands.executeCommand('workbench.action.openSettings', 'quayside.clock'));
+        return;
+      }
+      let ms = typeof arg === 'number' ? arg : typeof (arg as { ms?: unknown })?.ms === 'number' ? (arg as { ms: number }).ms : undefined;
+      if (ms === undefined) {
+        const text = await vscode.window.showInputBox({
+          title: 'Advance Clock',
+          prompt: `Virtual time is ${new Date(clock.now).toISOString()}. How far to move it (e.g. 30s, 5m, 1h30m, 250ms)?`,
+          value: '30s',
+          validateInput: (s) => (parseDuration(s) === undefined ? 'A duration such as 30s, 5m, 1h or 1500 (ms)' : undefined),
+        });
+        if (text === undefined) return;
+        ms = parseDuration(text);
+        if (ms === undefined) return;
+      }
+      const r = await withProgress(`Advancing the clock by ${formatDuration(ms)}`, () => t.request('clock.advance', { ms: ms! }));
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: the clock is now ${new Date(r.now).toISOString()}.`);
+      return r;
+    },
+
+    // Tree-only helpers.
+    'quayside.loadMore': async (arg) => {
+      if (arg && typeof arg === 'object') await tree.loadMore(arg as TreeNode);
+    },
+    'quayside.showMessage': async (arg) => {
+      const a = arg as { kind?: string; namespace?: string; queue?: string; messageId?: string; id?: string } | undefined;
+      const id = a?.kind === 'message' ? a.messageId : a?.id;
+      if (!a?.namespace || !a.queue || !id) return;
+      return showMessage({ namespace: a.namespace, queue: a.queue, id });
+    },
+    'quayside.replayMessage': async (arg, selected) => handlers['quayside.replayDeadLetters'](arg, selected),
+    'quayside.discardMessage': async (arg, selected) => handlers['quayside.purgeDeadLetters'](arg, selected),
+    'quayside.copyMessageBody': async (arg) => {
+      const n = arg as TreeNode | undefined;
+      if (!n || n.kind !== 'message') return;
+      const m = tree.model.message(n) ?? (await t.request('message.get', { namespace: n.namespace, queue: n.queue, id: n.messageId }));
+      await vscode.env.clipboard.writeText(JSON.stringify(m.body, null, 2));
+    },
+  };
+
+  async function showMessage(r: QueueRef & { id: string }): Promise<vscode.TextDocument> {
+    const doc = await vscode.workspace.openTextDocument(messageUri(r));
+    await vscode.languages.setTextDocumentLanguage(doc, 'json');
+    await vscode.window.showTextDocument(doc, { preview: true });
+    return doc;
+  }
+
+  return Object.entries(handlers).map(([id, fn]) =>
+    vscode.commands.registerCommand(id, async (arg?: unknown, selected?: unknown) => {
+      try {
+        return await fn(arg, selected);
+      } catch (e) {
+        const err = e as { code?: string; message?: string };
+        const text = err.message ?? String(e);
+        log.error(`${id}: ${text}`);
+        if (err.code === 'unavailable' && service.state !== 'running') {
+          void vscode.window.showErrorMessage('Quayside: the emulator is not running.', 'Start Emulator').then((p) => p && startWithUi());
+        } else {
+          void vscode.window.showErrorMessage(text.startsWith('Quayside') ? text : `Quayside: ${text}`);
+        }
+        if (isProgrammatic(arg) || typeof arg === 'number') throw e;
+        return undefined;
+      }
+    }),
+  );
+}
+
+function skipConfirm(arg: unknown): boolean {
+  return isProgrammatic(arg) && (arg as { confirm?: unknown }).confirm === false;
+}
+
+function pushInput(a: Partial<PushInput>, body: unknown): PushInput {
+  const input: PushInput = { body };
+  if (typeof a.delayMs === 'number') input.delayMs = a.delayMs;
+  if (typeof a.dedupeKey === 'string') input.dedupeKey = a.dedupeKey;
+  if (a.attributes && typeof a.attributes === 'object') input.attributes = a.attributes;
+  if (typeof a.contentType === 'string') input.contentType = a.contentType;
+  return input;
+}
+
+function preview(body: unknown): string {
+  const s = JSON.stringify(body) ?? String(body);
+  return s.length > 80 ? s.slice(0, 79) + '…' : s;
+}
+
+export type { MessageView };

@@ -1,0 +1,37 @@
+// Prompts shared by the commands: which queue, a modal confirmation, progress, errors.
+import * as vscode from 'vscode';
+import type { QueueInfo, QueueRef } from '../../emulator/protocol';
+import type { Transport } from '../../emulator/clients/transport';
+import { refFromArg } from '../core/args';
+import { countsDescription } from '../tree/model';
+
+/** The queue the command is about: from the node or argument, or a quick pick. */
+export async function pickQueue(transport: Transport, arg: unknown, title: string, filter?: (q: QueueInfo) => boolean): Promise<QueueRef | undefined> {
+  const given = refFromArg(arg);
+  if (given) return given;
+  const { queues } = await transport.request('queue.list', {});
+  const list = queues.filter((q) => !filter || filter(q));
+  if (list.length === 0) {
+    void vscode.window.showInformationMessage(queues.length === 0 ? 'Quayside: there are no queues yet. Create one with "Quayside: Create Queue".' : 'Quayside: no queue fits.');
+    return undefined;
+  }
+  const items = list
+    .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name))
+    .map((q) => ({ label: q.name, description: `${q.namespace} · ${q.dialect}`, detail: countsDescription(q.counts), ref: { namespace: q.namespace, queue: q.name } }));
+  const pick = await vscode.window.showQuickPick(items, { title, placeHolder: 'Pick a queue', matchOnDescription: true });
+  return pick?.ref;
+}
+
+/** A modal "are you sure"; true only when the user picked `action`. */
+export async function confirm(message: string, detail: string, action: string): Promise<boolean> {
+  const pick = await vscode.window.showWarningMessage(message, { modal: true, detail }, action);
+  return pick === action;
+}
+
+export function withProgress<T>(title: string, task: (report: (message: string) => void) => Promise<T>): Promise<T> {
+  return Promise.resolve(
+    vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: false }, (p) => task((message) => p.report({ message }))),
+  );
+}
+
+export const qname = (r: QueueRef) => `${r.namespace}/${r.queue}`;

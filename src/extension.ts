@@ -1,0 +1,103 @@
+// The composition root: everything the extension makes is created and registered here.
+import * as vscode from 'vscode';
+import { registerCommands } from './commands';
+import { readConfig } from './config';
+import type { Snapshot } from './core/lifecycle';
+import { EmulatorService } from './core/service';
+import { registerMessageDocuments } from './messageDocs';
+import { openQueuePanel, registerQueuePanelSerializer } from './panel';
+import { StatusBar } from './statusBar';
+import { QueueTreeProvider, VIEW_ID } from './tree/provider';
+import type { TreeNode } from './tree/model';
+
+/** What activate() returns: for tests and for other extensions. */
+export interface QuaysideApi {
+  service: EmulatorService;
+  tree: QueueTreeProvider;
+  view: vscode.TreeView<TreeNode>;
+  /** Resolves once the emulator is in `state` (or rejects after `timeoutMs`). */
+  waitForState(state: Snapshot['state'], timeoutMs?: number): Promise<Snapshot>;
+}
+
+let service: EmulatorService | undefined;
+
+export function activate(context: vscode.ExtensionContext): QuaysideApi {
+  const log = vscode.window.createOutputChannel('Quayside', { log: true });
+  const svc = new EmulatorService({
+    getConfig: () => readConfig(context.extensionPath),
+    log: (line) => log.info(line),
+  });
+  service = svc;
+
+  const tree = new QueueTreeProvider(svc.transport);
+  const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, canSelectMany: true, showCollapseAll: true });
+  tree.attach(view);
+  const status = new StatusBar();
+
+  const onState = (s: Snapshot) => {
+    status.update(s);
+    void vscode.commands.executeCommand('setContext', 'quayside.state', s.state);
+    void vscode.commands.executeCommand('setContext', 'quayside.virtualClock', s.state === 'running' && s.endpoint?.clock === 'virtual');
+    view.message = s.state === 'crashed' ? `The emulator crashed${s.restartAt ? '; restarting…' : ''}` : undefined;
+    if (s.state === 'running' && !tree.model.hasTransport) tree.setRunning(true);
+    else if (s.state !== 'running' && tree.model.hasTransport) tree.setRunning(false);
+    if (s.state === 'crashed' && !s.restartAt && s.error) {
+      void vscode.window.showErrorMessage(`Quayside: ${s.error.message}`, 'Start Emulator', 'Show Log').then((p) => {
+        if (p === 'Start Emulator') void vscode.commands.executeCommand('quayside.start');
+        if (p === 'Show Log') log.show();
+      });
+    }
+  };
+  const offState = svc.lifecycle.onDidChange(onState);
+  onState(svc.snapshot());
+
+  context.subscriptions.push(
+    log,
+    view,
+    tree,
+    status,
+    { dispose: offState },
+    registerMessageDocuments(svc.transport),
+    registerQueuePanelSerializer(context, () => svc.transport),
+    ...registerCommands({
+      context,
+      service: svc,
+      tree,
+      log,
+      openQueuePanel: (ref) => openQueuePanel(context, svc.transport, ref),
+    }),
+    { dispose: () => void svc.dispose() },
+  );
+
+  if (vscode.workspace.getConfiguration('quayside').get<boolean>('autoStart')) {
+    void vscode.commands.executeCommand('quayside.start');
+  }
+
+  return {
+    service: svc,
+    tree,
+    view,
+    waitForState: (state, timeoutMs = 20000) =>
+      new Promise<Snapshot>((resolve, reject) => {
+        const now = svc.snapshot();
+        if (now.state === state) return resolve(now);
+        const timer = setTimeout(() => {
+          off();
+          reject(new Error(`the emulator did not reach ${state} within ${timeoutMs} ms (it is ${svc.state})`));
+        }, timeoutMs);
+        const off = svc.lifecycle.onDidChange((s) => {
+          if (s.state !== state) return;
+          clearTimeout(timer);
+          off();
+          resolve(s);
+        });
+      }),
+  };
+}
+
+/** No emulator is left behind: stop the one we started (it also exits when our stdin closes). */
+export async function deactivate(): Promise<void> {
+  const s = service;
+  service = undefined;
+  await s?.dispose();
+}
