@@ -6,7 +6,8 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { PanelHandler, type PanelUi, type SaveTarget } from '../../../src/panel/handler';
 import { renderPanelHtml } from '../../../src/panel/html';
-import type { PanelRequest } from '../../../src/panel/messages';
+import type { PanelRequest, QueueRef } from '../../../src/panel/messages';
+import type { Transport } from '../../../emulator/clients/transport';
 import { FakeTransport } from './fake-transport';
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
@@ -65,9 +66,9 @@ export class StubUi implements PanelUi {
   }
 }
 
-export interface Panel {
+export interface Panel<T extends Transport = FakeTransport> {
   page: Page;
-  transport: FakeTransport;
+  transport: T;
   ui: StubUi;
   handler: PanelHandler;
   /** Every request the webview sent, in order. */
@@ -77,17 +78,17 @@ export interface Panel {
   close(): Promise<void>;
 }
 
-export async function openPanel(
+export async function openPanel<T extends Transport = FakeTransport>(
   browser: Browser,
-  transport: FakeTransport,
-  opts: { state?: unknown; width?: number; height?: number; debounceMs?: number } = {},
-): Promise<Panel> {
+  transport: T,
+  opts: { state?: unknown; width?: number; height?: number; debounceMs?: number; ref?: QueueRef } = {},
+): Promise<Panel<T>> {
   const context = await browser.newContext({ viewport: { width: opts.width ?? 1360, height: opts.height ?? 860 }, timezoneId: 'UTC', locale: 'en-US' });
   const page = await context.newPage();
   const ui = new StubUi();
   const requests: PanelRequest[] = [];
   const errors: string[] = [];
-  const ref = { namespace: transport.namespace, queue: transport.queue };
+  const ref = opts.ref ?? { namespace: (transport as unknown as FakeTransport).namespace, queue: (transport as unknown as FakeTransport).queue };
   const handler = new PanelHandler({
     ref,
     transport,

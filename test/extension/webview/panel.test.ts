@@ -5,6 +5,8 @@ import type { Browser } from 'playwright-core';
 import { fixtureQueue, launch, openPanel, type Panel } from './harness';
 import { FakeTransport } from './fake-transport';
 import { QuaysideError } from '../../../emulator/errors';
+import { startEmulator } from '../../../emulator/emulator';
+import { Connection } from '../../../emulator/clients/connection';
 
 const ROOT = path.resolve(__dirname, '../../..');
 /** Screenshots go to test-results/panel; with QUAYSIDE_SCREENSHOTS=1 also to docs/images (the README's pictures). */
@@ -33,7 +35,7 @@ async function waitFor(cond: () => Promise<boolean> | boolean, what: string, ms 
 describe('queue panel webview (Chromium)', function () {
   this.timeout(30_000);
   let browser: Browser;
-  let p: Panel;
+  let p: Panel<any>;
 
   before(async () => {
     browser = await launch();
@@ -43,9 +45,11 @@ describe('queue panel webview (Chromium)', function () {
   });
   afterEach(async function () {
     if (p) {
-      const csp = await p.cspViolations().catch(() => []);
-      const errors = p.errors.filter((e) => !/Failed to load resource/.test(e));
-      await p.close();
+      const cur = p;
+      p = undefined as never;
+      const csp = await cur.cspViolations().catch(() => []);
+      const errors = cur.errors.filter((e) => !/Failed to load resource/.test(e));
+      await cur.close();
       if (this.currentTest?.state === 'passed') {
         assert.deepEqual(csp, [], 'no CSP violations');
         assert.deepEqual(errors, [], 'no page errors');
@@ -364,5 +368,51 @@ describe('queue panel webview (Chromium)', function () {
     assert.match(await text(p, '#banner-text'), /Emulator not reachable/);
     await p.page.click('#banner-retry');
     await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
+  });
+
+  it('works against the real emulator: list, detail, push, dead-letter replay, chart', async () => {
+    const emu = await startEmulator({ clock: 'virtual' });
+    const conn = new Connection({ url: emu.url, token: emu.token, client: 'panel-webview-test' });
+    try {
+      const ref = { namespace: 'shop', queue: 'emails' };
+      await conn.request('queue.create', { ...ref, dialect: 'cache' });
+      for (let i = 0; i < 30; i++) await conn.request('push', { ...ref, body: { to: `user${i}@example.com`, template: 'welcome' }, attributes: { n: i } });
+      const pulled = await conn.request('pull', { ...ref, max: 3 });
+      for (const d of pulled.messages) await conn.request('nack', { receipt: d.receipt, dead: true, error: 'SMTP 550 mailbox unavailable' });
+      p = await openPanel(browser, conn, { ref, debounceMs: 30 });
+      await p.page.waitForSelector('#msg-rows tr');
+      assert.equal(await text(p, '#msg-range'), '1–30 of 30');
+      assert.match(await text(p, '#counts'), /Ready\s+27[\s\S]*Dead\s+3/i);
+      await p.page.click('#msg-rows tr:last-child td.body-col');
+      await p.page.waitForSelector('#detail pre.body-json');
+      assert.match(await text(p, '#detail pre.body-json'), /"template": "welcome"/);
+
+      await p.page.click('#tab-dead');
+      await waitFor(async () => (await rowCount(p, '#dead-rows')) === 3, 'dead letters');
+      assert.match(await text(p, '#dead-rows'), /SMTP 550/);
+      await p.page.check('#dead-rows tr:first-child input');
+      await p.page.click('#dead-replay-selected');
+      await waitFor(async () => (await text(p, '#toast')) === 'Replayed 1 message.', 'replayed');
+      await waitFor(async () => (await rowCount(p, '#dead-rows')) === 2, 'refreshed');
+
+      await p.page.click('#tab-push');
+      await p.page.fill('#push-body', '{"to": "new@example.com"}');
+      await p.page.fill('#push-count', '2');
+      await p.page.click('#push-send');
+      await waitFor(async () => /^Sent 2 messages/.test(await text(p, '#push-result')), 'pushed');
+      // The change events update the header counts live.
+      await waitFor(async () => /Ready\s+30/i.test(await text(p, '#counts')), 'live counts');
+
+      await p.page.click('#tab-metrics');
+      await p.page.waitForSelector('#chart svg');
+      assert.equal(await p.page.locator('#chart rect.step').count(), 48);
+      assert.deepEqual(await p.cspViolations(), []);
+      assert.deepEqual(p.errors, []);
+    } finally {
+      await p?.close();
+      p = undefined as never;
+      await conn.close();
+      await emu.close();
+    }
   });
 });
