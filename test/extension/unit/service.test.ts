@@ -1,0 +1,142 @@
+// The service against the real emulator CLI (dist/emulator/cli.js, built by `npm run build`):
+// start under this node, talk over WebSocket, survive a kill -9 with a restart, stop cleanly.
+import { strict as assert } from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { EmulatorService, type EmulatorConfig } from '../../../src/core/service';
+import type { Snapshot } from '../../../src/core/lifecycle';
+
+const REPO = path.resolve(__dirname, '..', '..', '..');
+const CLI = path.join(REPO, 'dist', 'emulator', 'cli.js');
+
+function config(over: Partial<EmulatorConfig> = {}): EmulatorConfig {
+  return {
+    url: '', token: '', nodePath: process.execPath, port: 0, host: '127.0.0.1', dataDir: '', memory: true, clock: 'system',
+    restartOnCrash: true, workspaceFolders: [], extensionPath: REPO, env: process.env, ...over,
+  };
+}
+
+function waitFor(svc: EmulatorService, pred: (s: Snapshot) => boolean, ms = 15000): Promise<Snapshot> {
+  return new Promise((resolve, reject) => {
+    if (pred(svc.snapshot())) return resolve(svc.snapshot());
+    const t = setTimeout(() => reject(new Error(`timed out in ${svc.state}`)), ms);
+    const off = svc.lifecycle.onDidChange((s) => {
+      if (pred(s)) {
+        clearTimeout(t);
+        off();
+        resolve(s);
+      }
+    });
+  });
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+(fs.existsSync(CLI) ? describe : describe.skip)('extension: emulator service against the real CLI', function () {
+  this.timeout(30000);
+  let svc: EmulatorService | undefined;
+  afterEach(async () => {
+    await svc?.dispose();
+    svc = undefined;
+  });
+
+  it('starts the packaged copy, answers over WebSocket, restarts on the same port after kill -9, stops without leaving a process', async () => {
+    const lines: string[] = [];
+    svc = new EmulatorService({ getConfig: () => config(), log: (l) => { lines.push(l); if (process.env.DBG) console.log(l); }, lifecycle: { backoffMs: () => 50 } });
+    const s = await svc.start();
+    assert.equal(s.state, 'running', JSON.stringify(s.error));
+    assert.equal(svc.lastLaunch?.source, 'packaged');
+    const port = s.endpoint!.port;
+    assert.ok(port > 0);
+    await svc.transport.request('queue.create', { namespace: 'demo', queue: 'jobs', dialect: 'cache' });
+    await svc.transport.request('push', { namespace: 'demo', queue: 'jobs', body: { n: 1 } });
+    assert.match(svc.connectionSettings()!, new RegExp(`^QUAYSIDE_URL=ws://127.0.0.1:${port} QUAYSIDE_TOKEN=${svc.token}$`));
+
+    const pid = s.endpoint!.pid!;
+    process.kill(pid, 'SIGKILL');
+    await waitFor(svc, (x) => x.state === 'crashed');
+    const back = await waitFor(svc, (x) => x.state === 'running');
+    assert.equal(back.endpoint!.port, port, 'the restart keeps the port');
+    // (in memory: the data went with the process; the connection is fresh)
+    assert.deepEqual((await svc.transport.request('queue.list', {})).queues, []);
+
+    const pid2 = back.endpoint!.pid!;
+    await svc.stop();
+    assert.equal(svc.state, 'stopped');
+    assert.equal(alive(pid2), false, 'no process left behind');
+    assert.ok(lines.some((l) => l.includes('packaged copy')));
+  });
+
+  it('keeps its data in the data directory across a stop and a start', async () => {
+    const data = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-svc-'));
+    svc = new EmulatorService({ getConfig: () => config({ memory: false, dataDir: path.join(data, '.quayside'), workspaceFolders: [data] }) });
+    assert.equal((await svc.start()).state, 'running');
+    await svc.transport.request('push', { namespace: 'demo', queue: 'jobs', body: { n: 1 }, create: 'cache' });
+    await svc.stop();
+    assert.ok(fs.existsSync(path.join(data, '.quayside')));
+    const s = await svc.start();
+    assert.equal(s.state, 'running', JSON.stringify(s.error));
+    const { queues } = await svc.transport.request('queue.list', {});
+    assert.equal(queues[0].counts.ready, 1);
+  });
+
+  it('a taken port fails with port_in_use', async () => {
+    const first = new EmulatorService({ getConfig: () => config() });
+    const s1 = await first.start();
+    try {
+      svc = new EmulatorService({ getConfig: () => config({ port: s1.endpoint!.port }) });
+      const s2 = await svc.start();
+      assert.equal(s2.state, 'stopped');
+      assert.equal(s2.error?.code, 'port_in_use');
+      // …and the offered fix, a free port, works.
+      const s3 = await svc.start({ port: 0 });
+      assert.equal(s3.state, 'running');
+      assert.notEqual(s3.endpoint!.port, s1.endpoint!.port);
+    } finally {
+      await first.dispose();
+    }
+  });
+
+  it('prefers the workspace copy when the workspace has node_modules/quayside', async () => {
+    const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-ws-'));
+    fs.mkdirSync(path.join(ws, 'node_modules'), { recursive: true });
+    fs.symlinkSync(REPO, path.join(ws, 'node_modules', 'quayside'));
+    svc = new EmulatorService({ getConfig: () => config({ workspaceFolders: [ws], extensionPath: '/nonexistent' }) });
+    const s = await svc.start();
+    assert.equal(s.state, 'running', JSON.stringify(s.error));
+    assert.equal(svc.lastLaunch?.source, 'workspace');
+  });
+
+  it('no node: node_not_found; attach: to a running emulator, and stop leaves it running', async () => {
+    svc = new EmulatorService({ getConfig: () => config({ nodePath: '/nonexistent/node' }) });
+    assert.equal((await svc.start()).error?.code, 'node_not_found');
+    await svc.dispose();
+
+    const owner = new EmulatorService({ getConfig: () => config() });
+    const s = await owner.start();
+    try {
+      svc = new EmulatorService({ getConfig: () => config({ url: s.endpoint!.url, token: owner.token }) });
+      const a = await svc.start();
+      assert.equal(a.state, 'running', JSON.stringify(a.error));
+      assert.equal(a.endpoint?.attached, true);
+      assert.deepEqual((await svc.transport.request('queue.list', {})).queues, []);
+      await svc.stop();
+      assert.ok(alive(s.endpoint!.pid!), 'detaching does not stop someone else\'s emulator');
+      // a wrong token is refused
+      const bad = new EmulatorService({ getConfig: () => config({ url: s.endpoint!.url, token: 'wrong' }) });
+      const b = await bad.start();
+      assert.equal(b.state, 'stopped');
+      await bad.dispose();
+    } finally {
+      await owner.dispose();
+    }
+  });
+});
