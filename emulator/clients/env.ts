@@ -1,0 +1,363 @@
+import { QuaysideError } from '../errors';
+import type { Delivery, DeliverEvent, PushInput, ServerEvent } from '../protocol';
+import { envNamespace } from '../http/env-naming';
+import { Connection } from './connection';
+import type { Transport } from './transport';
+import { errorText, invalidArg, isCode, onlyKeys, optCount, optMs, optObject, optSeconds, optString, pause } from './common';
+
+// The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
+// (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
+// Queues are created in the console / management API (or quayside.json), never by a send.
+
+export { QuaysideError };
+
+export type ContentType = 'json' | 'text' | 'bytes';
+
+export interface SendOptions {
+  /** 'json' (default): any JSON value; 'text': a string; 'bytes': a Uint8Array / ArrayBuffer (sent as base64). */
+  contentType?: ContentType;
+  /** Deliver this many seconds from now (at most 12 hours). */
+  delaySeconds?: number;
+  /** String-keyed metadata delivered with the message (msg.attributes). */
+  attributes?: Record<string, unknown>;
+  /** A repeat dedupId within an hour enqueues nothing. */
+  dedupId?: string;
+}
+
+export interface BatchItem extends SendOptions {
+  body: unknown;
+}
+
+export interface EnvQueue {
+  send(slug: string, body: unknown, opts?: SendOptions): Promise<{ id: string }>;
+  /** All or nothing. */
+  sendBatch(slug: string, messages: BatchItem[]): Promise<{ ids: string[] }>;
+}
+
+export interface EnvOptions {
+  url?: string;
+  token?: string;
+  project: string;
+  environment: string;
+  transport?: Transport;
+}
+
+export interface Env {
+  readonly project: string;
+  readonly environment: string;
+  readonly queue: EnvQueue;
+  close(): Promise<void>;
+}
+
+const MAX_DELAY_S = 12 * 3600;
+
+function encode(body: unknown, contentType: unknown, at: string): { body: unknown; contentType?: string } {
+  if (contentType === undefined || contentType === null || contentType === 'json') {
+    if (body === undefined) throw invalidArg(`${at}body is missing`);
+    return { body, contentType: contentType === 'json' ? 'json' : undefined };
+  }
+  if (contentType === 'text') {
+    if (typeof body !== 'string') throw invalidArg(`${at}body must be a string with contentType "text"`);
+    return { body, contentType: 'text' };
+  }
+  if (contentType === 'bytes') {
+    let buf: Buffer;
+    if (body instanceof ArrayBuffer) buf = Buffer.from(body);
+    else if (ArrayBuffer.isView(body)) buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    else throw invalidArg(`${at}body must be a Uint8Array or ArrayBuffer with contentType "bytes"`);
+    return { body: buf.toString('base64'), contentType: 'bytes' };
+  }
+  throw invalidArg(`${at}contentType must be "json", "text" or "bytes", got ${JSON.stringify(contentType)}`);
+}
+
+/** What a consumer sees: bytes come back as a Uint8Array. */
+function decode(body: unknown, contentType: string | null): unknown {
+  if (contentType === 'bytes' && typeof body === 'string') return new Uint8Array(Buffer.from(body, 'base64'));
+  return body;
+}
+
+function pushInput(body: unknown, o: SendOptions | undefined, at = ''): PushInput {
+  const opts = optObject(o, `${at || ''}send options`) ?? {};
+  onlyKeys(opts, ['contentType', 'delaySeconds', 'attributes', 'dedupId', ...(at ? ['body'] : [])], 'send');
+  const enc = encode(body, opts.contentType, at);
+  const delayMs = optSeconds(opts.delaySeconds, `${at}delaySeconds`, { max: MAX_DELAY_S });
+  const attributes = optObject(opts.attributes, `${at}attributes`);
+  const dedupeKey = optString(opts.dedupId, `${at}dedupId`);
+  const input: PushInput = { body: enc.body };
+  if (enc.contentType) input.contentType = enc.contentType;
+  if (delayMs !== undefined) input.delayMs = delayMs;
+  if (attributes) input.attributes = attributes;
+  if (dedupeKey !== undefined) input.dedupeKey = dedupeKey;
+  return input;
+}
+
+function slugArg(slug: unknown): string {
+  const s = optString(slug, 'slug');
+  if (s === undefined) throw invalidArg('a queue slug is required');
+  return s;
+}
+
+/** The sender half, over a transport: env.queue. */
+export function envQueueOver(transport: () => Transport, namespace: string): EnvQueue {
+  return {
+    async send(slug, body, opts) {
+      const r = await transport().request('push', { namespace, queue: slugArg(slug), ...pushInput(body, opts) });
+      return { id: r.id };
+    },
+    async sendBatch(slug, messages) {
+      const q = slugArg(slug);
+      if (!Array.isArray(messages)) throw invalidArg('sendBatch(slug, messages) needs an array of { body, … }');
+      if (messages.length === 0) throw invalidArg('sendBatch needs at least one message');
+      const inputs = messages.map((m, i) => {
+        if (!m || typeof m !== 'object') throw invalidArg(`messages[${i}] must be an object { body, … }`);
+        return pushInput(m.body, m, `messages[${i}].`);
+      });
+      const r = await transport().request('push.batch', { namespace, queue: q, messages: inputs });
+      return { ids: r.results.map((x) => x.id) };
+    },
+  };
+}
+
+export function createEnv(opts: EnvOptions): Env {
+  if (!opts || typeof opts !== 'object') throw invalidArg('createEnv needs { project, environment }');
+  const namespace = envNamespace(opts.project, opts.environment);
+  let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-env' });
+  return {
+    project: opts.project,
+    environment: opts.environment,
+    queue: envQueueOver(() => transport, namespace),
+    async close() {
+      await transport.close();
+      if (!opts.transport) transport = new Connection({ url: opts.url, token: opts.token, client: 'quayside-env' });
+    },
+  };
+}
+
+// ---------------------------------------------------------------- consumer apps
+
+export interface Message<Body = unknown> {
+  readonly id: string;
+  readonly body: Body;
+  /** Deliveries so far, this one included (1 on the first). */
+  readonly attempts: number;
+  readonly attributes: Record<string, unknown>;
+  readonly contentType: string;
+  /** When it was sent. */
+  readonly timestamp: Date;
+  /** Done with this message (it is not redelivered). */
+  ack(): void;
+  /** Deliver it again, after delaySeconds (default none). */
+  retry(opts?: { delaySeconds?: number }): void;
+}
+
+export interface MessageBatch<Body = unknown> {
+  /** The queue's slug. */
+  readonly queue: string;
+  readonly messages: readonly Message<Body>[];
+  ackAll(): void;
+  retryAll(opts?: { delaySeconds?: number }): void;
+}
+
+export interface ExecutionContext {
+  /** Keeps the consumer alive until the promise settles (stop() waits for it). */
+  waitUntil(promise: Promise<unknown>): void;
+  passThroughOnException(): void;
+}
+
+export interface ConsumerEnv extends Record<string, unknown> {
+  queue: EnvQueue;
+}
+
+export interface ConsumerApp<Body = unknown, E = ConsumerEnv> {
+  queue(batch: MessageBatch<Body>, env: E, ctx: ExecutionContext): unknown;
+  [k: string]: unknown;
+}
+
+export interface RunConsumerOptions {
+  url?: string;
+  token?: string;
+  project: string;
+  environment: string;
+  /** The slug of the queue to consume. */
+  queue: string;
+  /** The consumer app's id, set as the queue's consumer (default 'local'). */
+  appId?: string;
+  maxBatchSize?: number;
+  maxBatchTimeoutMs?: number;
+  maxConcurrency?: number;
+  visibilityMs?: number;
+  /** Extra bindings merged into the `env` the handler gets. */
+  env?: Record<string, unknown>;
+  /** A handler's error (default: logged to stderr). */
+  onError?: (error: unknown, batch: MessageBatch) => void;
+  transport?: Transport;
+}
+
+export interface RunningConsumer {
+  /** Stops taking batches, waits for the ones in hand (and their waitUntil work), and detaches. */
+  stop(): Promise<void>;
+}
+
+type Settle = { kind: 'ack' } | { kind: 'retry'; delayMs?: number };
+
+/**
+ * Runs a consumer app locally: makes `appId` the queue's consumer (as the console would), attaches
+ * to push delivery and calls `app.queue(batch, env, ctx)` per batch. Re-attaches after the emulator
+ * restarts.
+ */
+export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, opts: RunConsumerOptions): Promise<RunningConsumer> {
+  if (!app || typeof app.queue !== 'function') throw invalidArg('runConsumer(app) needs an app with a queue(batch, env, ctx) handler');
+  if (!opts || typeof opts !== 'object') throw invalidArg('runConsumer needs { project, environment, queue }');
+  const namespace = envNamespace(opts.project, opts.environment);
+  const slug = slugArg(opts.queue);
+  const appId = optString(opts.appId, 'appId') ?? 'local';
+  const settings: Record<string, unknown> = { appId };
+  const maxBatchSize = optCount(opts.maxBatchSize, 'maxBatchSize', 1, 100);
+  if (maxBatchSize !== undefined) settings.maxBatchSize = maxBatchSize;
+  const maxBatchTimeoutMs = optMs(opts.maxBatchTimeoutMs, 'maxBatchTimeoutMs', { max: 60_000 });
+  if (maxBatchTimeoutMs !== undefined) settings.maxBatchTimeoutMs = maxBatchTimeoutMs;
+  const maxConcurrency = optCount(opts.maxConcurrency, 'maxConcurrency', 1, 250);
+  if (maxConcurrency !== undefined) settings.maxConcurrency = maxConcurrency;
+  const visibilityMs = optMs(opts.visibilityMs, 'visibilityMs', { min: 1, max: 12 * 3600 * 1000 });
+  if (visibilityMs !== undefined) settings.visibilityMs = visibilityMs;
+
+  const owned = !opts.transport;
+  const transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: `quayside-env-consumer:${appId}` });
+  const ref = { namespace, queue: slug };
+  const env: ConsumerEnv = { ...(opts.env ?? {}), queue: envQueueOver(() => transport, namespace) };
+  const onError = opts.onError ?? ((e: unknown) => console.error(`[quayside] consumer ${appId} on ${slug}: handler threw:`, e));
+
+  let consumerId: string | null = null;
+  let attaching = true;
+  let stopped = false;
+  const early: DeliverEvent[] = [];
+  const inFlight = new Set<Promise<void>>();
+  const background = new Set<Promise<unknown>>();
+
+  async function handle(ev: DeliverEvent): Promise<void> {
+    const settled = new Map<string, Settle>();
+    const sends: Promise<unknown>[] = [];
+    const byId = new Map<string, Delivery>(ev.messages.map((d) => [d.id, d]));
+    const settle = (id: string, s: Settle) => {
+      if (settled.has(id)) return; // the first explicit call stands
+      settled.set(id, s);
+      const d = byId.get(id)!;
+      const p = s.kind === 'ack' ? transport.request('ack', { receipt: d.receipt }) : transport.request('nack', { receipt: d.receipt, delayMs: s.delayMs });
+      sends.push(p.catch((e) => (isCode(e, 'unavailable') ? undefined : onError(e, batch))));
+    };
+    const retryDelay = (o: unknown) => {
+      const oo = optObject(o, 'retry options');
+      return optSeconds(oo?.delaySeconds, 'delaySeconds', { max: 12 * 3600 });
+    };
+    const messages: Message<Body>[] = ev.messages.map((d) => ({
+      id: d.id,
+      body: decode(d.body, d.contentType) as Body,
+      attempts: d.attempts,
+      attributes: d.attributes ?? {},
+      contentType: d.contentType ?? 'json',
+      timestamp: new Date(d.enqueuedAt),
+      ack: () => settle(d.id, { kind: 'ack' }),
+      retry: (o?: { delaySeconds?: number }) => settle(d.id, { kind: 'retry', delayMs: retryDelay(o) }),
+    }));
+    const batch: MessageBatch<Body> = {
+      queue: slug,
+      messages,
+      ackAll: () => messages.forEach((m) => m.ack()),
+      retryAll: (o?: { delaySeconds?: number }) => {
+        const delayMs = retryDelay(o);
+        for (const m of messages) settle(m.id, { kind: 'retry', delayMs });
+      },
+    };
+    const ctx: ExecutionContext = {
+      waitUntil: (p) => {
+        const w = Promise.resolve(p).catch((e) => onError(e, batch));
+        background.add(w);
+        void w.finally(() => background.delete(w));
+      },
+      passThroughOnException: () => {},
+    };
+    let threw = false;
+    try {
+      await app.queue(batch, env, ctx);
+    } catch (e) {
+      threw = true;
+      onError(e, batch);
+    }
+    // Unsettled messages: acked when the handler resolved, retried (no delay) when it threw.
+    for (const m of messages) settle(m.id, threw ? { kind: 'retry' } : { kind: 'ack' });
+    await Promise.all(sends);
+    await transport.request('consumer.done', { consumer: ev.consumer, batch: ev.batch }).catch(() => {});
+  }
+
+  function run(ev: DeliverEvent): void {
+    const p = handle(ev).catch((e) => onError(e, { queue: slug, messages: [], ackAll() {}, retryAll() {} }));
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
+  }
+
+  const offEvent = transport.onEvent((e: ServerEvent) => {
+    if (e.event !== 'deliver' || stopped) return;
+    if (attaching) {
+      early.push(e);
+      return;
+    }
+    if (e.consumer === consumerId) run(e);
+  });
+
+  async function attach(): Promise<void> {
+    attaching = true;
+    try {
+      await transport.request('consumer.set', { ...ref, consumer: settings as { appId: string } });
+      const r = await transport.request('consumer.attach', ref);
+      consumerId = r.consumer;
+    } finally {
+      attaching = false;
+      const held = early.splice(0);
+      for (const e of held) if (e.consumer === consumerId) run(e);
+    }
+  }
+
+  let reattaching = false;
+  async function reattach(): Promise<void> {
+    if (reattaching || stopped) return;
+    reattaching = true;
+    try {
+      for (let wait = 50; !stopped; wait = Math.min(wait * 2, 2000)) {
+        try {
+          await attach();
+          return;
+        } catch (e) {
+          if (!isCode(e, 'unavailable')) onError(e, { queue: slug, messages: [], ackAll() {}, retryAll() {} });
+          await pause(wait);
+        }
+      }
+    } finally {
+      reattaching = false;
+    }
+  }
+
+  const offReconnect = transport.onReconnect(() => void reattach());
+  try {
+    await attach();
+  } catch (e) {
+    offEvent();
+    offReconnect();
+    if (owned) await transport.close();
+    throw e;
+  }
+
+  return {
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      offReconnect();
+      // Detach first so no new batch comes; then finish what is in hand.
+      if (consumerId) await transport.request('consumer.detach', { consumer: consumerId }).catch(() => {});
+      await Promise.all([...inFlight]);
+      await Promise.all([...background]);
+      offEvent();
+      if (owned) await transport.close();
+    },
+  };
+}
+
