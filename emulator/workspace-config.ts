@@ -1,0 +1,163 @@
+import fs from 'node:fs';
+import { SYSTEM_ACTOR, type Engine } from './engine/engine';
+import { PRESETS } from './engine/presets';
+import { QuaysideError } from './errors';
+import type { ConsumerSettings, Dialect, QueuePolicy } from './protocol';
+import { envNamespace } from './http/env-naming';
+import { onlyKeys, invalidArg } from './clients/common';
+import { CACHE_SETTING_KEYS, ENV_SETTING_KEYS, cachePolicy, checkOrdering, envPolicy, syncPolicy } from './clients/policies';
+
+// quayside.json: queues declared per dialect, created or updated idempotently when the emulator
+// starts (docs/dialects.md "quayside.json"). Applying the same file twice changes nothing; a queue
+// the file no longer names is left alone.
+//
+// {
+//   "cache": [{ "namespace": "app", "name": "emails", "visibilitySeconds": 60 }],
+//   "env":   [{ "project": "shop", "environment": "dev", "slug": "orders", "maxRetries": 5,
+//               "consumer": { "appId": "worker", "maxBatchSize": 20 } }],
+//   "sync":  [{ "tenantId": "default", "id": "jobs", "delivery": { "maxDeliveries": 3 } }]
+// }
+
+export interface WorkspaceConfig {
+  $schema?: string;
+  cache?: ({ namespace: string; name: string } & Record<string, unknown>)[];
+  env?: ({ project: string; environment: string; slug: string; consumer?: Record<string, unknown> | null } & Record<string, unknown>)[];
+  sync?: { tenantId?: string; id: string; limits?: Record<string, unknown>; delivery?: Record<string, unknown>; ordering?: unknown }[];
+}
+
+export interface AppliedQueue {
+  dialect: Dialect;
+  namespace: string;
+  queue: string;
+  action: 'created' | 'updated' | 'unchanged';
+}
+
+interface Planned {
+  dialect: Dialect;
+  namespace: string;
+  queue: string;
+  policy: QueuePolicy;
+  /** undefined: leave the consumer as it is; null: a pull queue; else set it. */
+  consumer?: Record<string, unknown> | null;
+}
+
+/** Checks a parsed quayside.json and turns it into queues to ensure. Throws on the first problem, naming it. */
+export function planWorkspaceConfig(config: unknown): Planned[] {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw invalidArg('the config must be a JSON object with "cache", "env" and/or "sync" arrays');
+  const c = config as Record<string, unknown>;
+  onlyKeys(c, ['$schema', 'cache', 'env', 'sync'], 'top-level');
+  const out: Planned[] = [];
+  const seen = new Set<string>();
+  const list = (k: string): Record<string, unknown>[] => {
+    const v = c[k];
+    if (v === undefined) return [];
+    if (!Array.isArray(v)) throw invalidArg(`"${k}" must be an array of queues`);
+    return v.map((x, i) => {
+      if (typeof x !== 'object' || x === null || Array.isArray(x)) throw invalidArg(`${k}[${i}] must be an object`);
+      return x as Record<string, unknown>;
+    });
+  };
+  const add = (p: Planned, where: string) => {
+    const key = `${p.namespace}\u0000${p.queue}`;
+    if (seen.has(key)) throw invalidArg(`${where}: queue "${p.queue}" in namespace "${p.namespace}" is declared twice`);
+    seen.add(key);
+    out.push(p);
+  };
+  const str = (v: unknown, where: string): string => {
+    if (typeof v !== 'string' || v.length === 0) throw invalidArg(`${where} must be a non-empty string`);
+    return v;
+  };
+  const at = (where: string, fn: () => void) => {
+    try {
+      fn();
+    } catch (e) {
+      if (e instanceof QuaysideError) throw new QuaysideError(e.code, `${where}: ${e.message}`, { details: e.details });
+      throw e;
+    }
+  };
+
+  list('cache').forEach((q, i) => at(`cache[${i}]`, () => {
+    onlyKeys(q, ['namespace', 'name', ...CACHE_SETTING_KEYS], 'cache queue');
+    add({ dialect: 'cache', namespace: str(q.namespace, 'namespace'), queue: str(q.name, 'name'), policy: { ...PRESETS.cache, ...cachePolicy(q) } }, `cache[${i}]`);
+  }));
+  list('env').forEach((q, i) => at(`env[${i}]`, () => {
+    onlyKeys(q, ['project', 'environment', 'slug', 'consumer', ...ENV_SETTING_KEYS], 'env queue');
+    const consumer = q.consumer;
+    if (consumer !== undefined && consumer !== null) {
+      if (typeof consumer !== 'object' || Array.isArray(consumer)) throw invalidArg('consumer must be an object { appId, … } or null');
+      onlyKeys(consumer as Record<string, unknown>, ['appId', 'maxBatchSize', 'maxBatchTimeoutMs', 'maxConcurrency', 'visibilityMs'], 'consumer');
+      str((consumer as Record<string, unknown>).appId, 'consumer.appId');
+    }
+    add({
+      dialect: 'env', namespace: envNamespace(q.project, q.environment), queue: str(q.slug, 'slug'),
+      policy: { ...PRESETS.env, ...envPolicy(q) }, consumer: consumer as Record<string, unknown> | null | undefined,
+    }, `env[${i}]`);
+  }));
+  list('sync').forEach((q, i) => at(`sync[${i}]`, () => {
+    onlyKeys(q, ['tenantId', 'id', 'limits', 'delivery', 'ordering'], 'sync queue');
+    checkOrdering(q.ordering);
+    add({ dialect: 'sync', namespace: q.tenantId === undefined ? 'default' : str(q.tenantId, 'tenantId'), queue: str(q.id, 'id'), policy: { ...PRESETS.sync, ...syncPolicy(q.limits, q.delivery) } }, `sync[${i}]`);
+  }));
+  return out;
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Reads `file` (a quayside.json) and creates or updates its queues in `engine`. Every queue is
+ * checked before anything changes; a queue of another dialect under the same name is a conflict.
+ */
+export async function applyWorkspaceConfig(engine: Engine, file: string): Promise<AppliedQueue[]> {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw invalidArg(`cannot read ${file}: ${(e as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw invalidArg(`${file} is not JSON: ${(e as Error).message}`);
+  }
+  return applyWorkspaceConfigObject(engine, parsed);
+}
+
+/** The same as applyWorkspaceConfig, for an already-parsed config. */
+export async function applyWorkspaceConfigObject(engine: Engine, config: unknown): Promise<AppliedQueue[]> {
+  const plan = planWorkspaceConfig(config);
+  const existing = new Map<string, { dialect: Dialect; policy: QueuePolicy; consumer: ConsumerSettings | null }>();
+  for (const p of plan) {
+    try {
+      const q = await engine.getQueue({ namespace: p.namespace, queue: p.queue }, SYSTEM_ACTOR);
+      if (q.dialect !== p.dialect) throw new QuaysideError('conflict', `queue "${p.queue}" in namespace "${p.namespace}" is a ${q.dialect} queue; the config declares it as ${p.dialect}`);
+      existing.set(`${p.namespace}\u0000${p.queue}`, q);
+    } catch (e) {
+      if (!(e instanceof QuaysideError) || e.code !== 'not_found') throw e;
+    }
+  }
+  const out: AppliedQueue[] = [];
+  for (const p of plan) {
+    const ref = { namespace: p.namespace, queue: p.queue };
+    const cur = existing.get(`${p.namespace}\u0000${p.queue}`);
+    let action: AppliedQueue['action'];
+    if (!cur) {
+      await engine.createQueue({ ...ref, dialect: p.dialect, policy: p.policy, ifNotExists: true }, SYSTEM_ACTOR);
+      action = 'created';
+    } else if (!same(cur.policy, p.policy)) {
+      await engine.configureQueue({ ...ref, policy: p.policy }, SYSTEM_ACTOR);
+      action = 'updated';
+    } else action = 'unchanged';
+    if (p.consumer !== undefined) {
+      const want = p.consumer;
+      const have = cur?.consumer ?? null;
+      const differs = want === null ? have !== null : !have || Object.entries(want).some(([k, v]) => (have as unknown as Record<string, unknown>)[k] !== v);
+      if (differs) {
+        await engine.setConsumer({ ...ref, consumer: want }, SYSTEM_ACTOR);
+        if (action === 'unchanged') action = 'updated';
+      }
+    }
+    out.push({ dialect: p.dialect, namespace: p.namespace, queue: p.queue, action });
+  }
+  return out;
+}
