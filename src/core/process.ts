@@ -83,7 +83,14 @@ export function spawnEmulator(o: SpawnOptions): Instance & { readonly pid: numbe
       );
     } else {
       log(`error ${ev.code}: ${ev.message}`, 'stdout');
-      settle(() => rejectReady(new LaunchError(ev.code, ev.message)));
+      // A native module that does not load is reported under other codes too (data_dir, start):
+      // say what it really is, so the fix offered is the right one.
+      const native = classifyStderr(ev.message);
+      if (native?.code === 'native_module' && ev.code !== 'native_module') {
+        settle(() => rejectReady(new LaunchError('native_module', native.message, ev.message)));
+      } else {
+        settle(() => rejectReady(new LaunchError(ev.code, ev.message)));
+      }
     }
   });
   const err = new LineSplitter((line) => {

@@ -69,8 +69,18 @@ export function liveCount(c: QueueCounts): number {
   return c.ready + c.delayed + c.leased;
 }
 
-export function countsDescription(c: QueueCounts): string {
+/** All four counts (tooltips, quick picks). */
+export function countsDetail(c: QueueCounts): string {
   return `${c.ready} ready · ${c.delayed} delayed · ${c.leased} in flight · ${c.dead} dead`;
+}
+
+/** The tree's short form: ready always, delayed / in flight / dead when there are any. */
+export function countsDescription(c: QueueCounts): string {
+  const parts = [`${c.ready} ready`];
+  if (c.delayed) parts.push(`${c.delayed} delayed`);
+  if (c.leased) parts.push(`${c.leased} in flight`);
+  if (c.dead) parts.push(`${c.dead} dead`);
+  return parts.join(' · ');
 }
 
 export function bodyPreview(body: unknown, max = 60): string {
@@ -351,7 +361,7 @@ export class TreeModel {
           tooltip: q
             ? [
                 `${q.namespace}/${q.name} (${q.dialect})`,
-                c ? countsDescription(c) : '',
+                c ? countsDetail(c) : '',
                 c && c.oldestReadyAgeMs ? `oldest ready message waiting ${formatDuration(c.oldestReadyAgeMs)}` : '',
                 q.consumer ? `consumer app: ${q.consumer.appId}` : '',
               ]

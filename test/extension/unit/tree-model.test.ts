@@ -1,5 +1,5 @@
 import { strict as assert } from 'assert';
-import { CONTEXT, TreeModel, bodyPreview, countsDescription, folderLabel, messageDescription, type TreeNode } from '../../../src/tree/model';
+import { CONTEXT, TreeModel, bodyPreview, countsDescription, countsDetail, folderLabel, messageDescription, type TreeNode } from '../../../src/tree/model';
 import { ScriptedTransport, change, message, queue } from './ext-fakes';
 
 async function tree(t: ScriptedTransport, opts: { pageSize?: number } = {}) {
@@ -101,7 +101,7 @@ describe('extension: tree model', () => {
     const eff = m.apply(change('ns', 'q', 'pushed', { ready: 2 }));
     assert.equal(eff.root, false);
     assert.deepEqual(eff.nodes, [q]);
-    assert.equal(m.view(q).description, '2 ready · 0 delayed · 0 in flight · 0 dead');
+    assert.equal(m.view(q).description, '2 ready');
     assert.equal(t.calls.length, before, 'nothing fetched until VS Code asks');
     const kids = await m.children(live);
     assert.equal(kids.length, 2, 'the stale folder is peeked again');
@@ -156,6 +156,8 @@ describe('extension: tree model', () => {
     assert.equal(bodyPreview({ a: 'x'.repeat(100) }).length, 60);
     assert.equal(bodyPreview('text'), '"text"');
     assert.equal(countsDescription({ ready: 1, delayed: 2, leased: 3, dead: 4, depth: 3, bytes: 0, oldestReadyAgeMs: 0 }), '1 ready · 2 delayed · 3 in flight · 4 dead');
+    assert.equal(countsDescription({ ready: 0, delayed: 0, leased: 0, dead: 4, depth: 0, bytes: 0, oldestReadyAgeMs: 0 }), '0 ready · 4 dead');
+    assert.equal(countsDetail({ ready: 0, delayed: 0, leased: 0, dead: 0, depth: 0, bytes: 0, oldestReadyAgeMs: 0 }), '0 ready · 0 delayed · 0 in flight · 0 dead');
     assert.equal(messageDescription(message('x', 'delayed', 1, { visibleAt: 70_000, attempts: 2 }), 10_000), 'delayed 1 min · 2 attempts');
   });
 });
