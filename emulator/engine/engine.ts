@@ -33,6 +33,8 @@ export interface Actor {
 export const SYSTEM_ACTOR: Actor = { name: 'system', namespace: null };
 
 const HALF_HOUR = 30 * TIME.MINUTE;
+/** The largest epoch ms a Date can hold. */
+const MAX_TIME = 8.64e15;
 const SWEEP_BATCH = 500;
 const ALL_STATES: MessageState[] = ['ready', 'delayed', 'leased', 'dead'];
 
@@ -905,6 +907,8 @@ export class Engine {
   advance(ms: unknown): Promise<number> {
     if (!(this.clock instanceof VirtualClock)) return Promise.reject(conflict('the clock is not virtual; start the emulator with clock: "virtual"'));
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return Promise.reject(invalid(`ms must be a finite number of milliseconds ≥ 0, got ${v.describe(ms)}`));
+    // Past the last instant a Date can hold, times lose their precision (and the lag history's steps stop moving).
+    if (this.clock.now() + ms > MAX_TIME) return Promise.reject(invalid(`ms would move the clock past ${new Date(MAX_TIME).toISOString()}, the last instant a date can hold; got ${v.describe(ms)}`));
     const run = async (): Promise<number> => {
       const clock = this.clock as VirtualClock;
       const target = clock.now() + Math.floor(ms);
