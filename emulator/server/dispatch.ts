@@ -22,6 +22,12 @@ type Handler = (engine: Engine, s: Session, args: Record<string, unknown>, id: n
 
 const opt = (v: unknown) => (v === undefined || v === null ? undefined : v);
 
+/** An id the server handed out (subscription, consumer): a string, or the request is invalid. */
+function idArg(v: unknown, name: string): string {
+  if (typeof v !== 'string') throw invalid(`${name} must be a string`);
+  return v;
+}
+
 /** Every operation of the protocol, mapped onto the engine. No product naming lives here. */
 const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
   'queue.create': (e, s, a) => e.createQueue(a as never, s.actor!),
@@ -70,7 +76,7 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     s.subscriptions.set(id, { namespace: (namespace as string | undefined) ?? scope ?? undefined, queue: queue as string | undefined });
     return { subscription: id };
   },
-  unsubscribe: async (_e, s, a) => ({ ok: s.subscriptions.delete(String(a.subscription)) }),
+  unsubscribe: async (_e, s, a) => ({ ok: s.subscriptions.delete(idArg(a.subscription, 'subscription')) }),
   'consumer.set': (e, s, a) => e.setConsumer(a as never, s.actor!),
   'consumer.attach': async (e, s, a) => {
     const r = await e.attachConsumer(
@@ -85,11 +91,11 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     return r;
   },
   'consumer.done': async (e, s, a) => {
-    if (!s.consumers.has(String(a.consumer))) return { ok: false };
+    if (!s.consumers.has(idArg(a.consumer, 'consumer'))) return { ok: false };
     return e.consumerDone(a as never);
   },
   'consumer.detach': async (e, s, a) => {
-    if (!s.consumers.delete(String(a.consumer))) return { ok: false };
+    if (!s.consumers.delete(idArg(a.consumer, 'consumer'))) return { ok: false };
     return e.detachConsumer(a as never);
   },
   'clock.now': async (e) => ({ now: e.now(), mode: e.clock.mode }),
@@ -147,7 +153,7 @@ export async function dispatch(engine: Engine, s: Session, frame: unknown): Prom
 }
 
 function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
-  if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${String(a.version)}; this emulator speaks ${PROTOCOL_VERSION}`);
+  if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${typeof a.version === 'number' ? a.version : typeof a.version}; this emulator speaks ${PROTOCOL_VERSION}`);
   const who = resolveToken(engine, a.token);
   s.actor = { name: who.name, namespace: who.namespace };
   s.access = who.access;
