@@ -34,7 +34,7 @@ export interface PushResult {
 }
 
 export interface PullOptions {
-  /** How many messages at most (default 10, at most 1000). */
+  /** How many messages at most (default 1, at most 1000). */
   max?: number;
   /** The lease: how long each pulled message stays invisible to other consumers (default 30). */
   visibilitySeconds?: number;
@@ -212,7 +212,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
   /** A pull that reports a missing queue as not_found. */
   async function pullRaw<T>(o: PullOptions): Promise<CacheMessage<T>[]> {
     optObject(o, 'pull options');
-    const max = optCount(o.max, 'max', 1, 1000) ?? 10;
+    const max = optCount(o.max, 'max', 1, 1000) ?? 1;
     const leaseMs = optSeconds(o.visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
     const waitMs = optSeconds(o.waitMs === undefined ? undefined : o.waitMs / 1000, 'waitMs', { max: 20 * 60 });
     throwIfAborted(o.signal);

@@ -1,0 +1,65 @@
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/emulator';
+import { Connection } from '../../emulator/clients/connection';
+import { QuaysideError } from '../../emulator/errors';
+
+// Shared by the conformance suites: an in-memory emulator on a virtual clock, condition waits
+// (for I/O to arrive, never for time to pass: time moves only by clock.advance), and error checks.
+
+export const SECOND = 1000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
+/** A Monday, 10:00 UTC: 14 hours before midnight. */
+export const START = Date.UTC(2026, 0, 5, 10, 0, 0);
+
+export async function startTestEmulator(opts: EmulatorOptions = {}): Promise<Emulator & { clock: NonNullable<Emulator['clock']> }> {
+  const emu = await startEmulator({ memory: true, clock: { start: START }, ...opts });
+  return emu as Emulator & { clock: NonNullable<Emulator['clock']> };
+}
+
+let seq = 0;
+/** A fresh name, so tests sharing an emulator never see each other's queues. */
+export function fresh(prefix = 'ns'): string {
+  return `${prefix}-${++seq}-${Math.random().toString(36).slice(2, 6)}`;
+}
+
+/** Waits (on real I/O, polling every few ms) until `cond` holds; fails after `ms` real time. */
+export async function until(cond: () => boolean | Promise<boolean>, what = 'condition', ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** The QuaysideError a promise rejects with (fails if it resolves or throws something else). */
+export async function rejects(p: Promise<unknown> | (() => unknown)): Promise<QuaysideError> {
+  try {
+    await (typeof p === 'function' ? p() : p);
+  } catch (e) {
+    if (e instanceof QuaysideError) return e;
+    throw e;
+  }
+  throw new Error('expected the call to fail, but it succeeded');
+}
+
+/** A raw protocol connection, for looking at what a face did (audit log, tokens, peeks). */
+export function admin(emu: Emulator): Connection {
+  return new Connection({ url: emu.url, token: emu.token, client: 'conformance-admin' });
+}
+
+/** A read-only token for one namespace (or all). */
+export async function readOnlyToken(emu: Emulator, namespace?: string): Promise<string> {
+  const c = admin(emu);
+  try {
+    return (await c.request('token.create', { access: 'read', namespace: namespace ?? null })).token;
+  } finally {
+    await c.close();
+  }
+}
+
+/** The bytes of a JSON string body of exactly n bytes once serialised (quotes included). */
+export function bodyOfBytes(n: number): string {
+  return 'x'.repeat(n - 2);
+}
