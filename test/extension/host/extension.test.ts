@@ -201,6 +201,41 @@ describe('Quayside extension in VS Code', function () {
     await until('the queue gone', async () => !(await queueNode()));
   });
 
+  it('restarts the emulator after a crash (kill -9), on the same port', async () => {
+    const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+    await vscode.workspace.getConfiguration('quayside').update('inMemory', true, target);
+    const snap = (await vscode.commands.executeCommand('quayside.restart')) as { state: string; endpoint?: { pid?: number; port: number } };
+    assert.equal(snap.state, 'running');
+    const crashed = api.waitForState('crashed', 5000);
+    process.kill(snap.endpoint!.pid!, 'SIGKILL');
+    const c = await crashed;
+    assert.ok(c.restartAt, 'a restart is scheduled');
+    const back = await api.waitForState('running', 15000);
+    assert.equal(back.endpoint!.port, snap.endpoint!.port);
+    assert.notEqual(back.endpoint!.pid, snap.endpoint!.pid);
+    pid = back.endpoint!.pid!;
+    // the tree follows the new emulator (in memory: empty)
+    await vscode.commands.executeCommand('quayside.createQueue', { namespace: NS, queue: Q, dialect: 'sync' });
+    await until('the queue in the new emulator', queueNode);
+  });
+
+  it('on a virtual clock, Advance Clock moves delayed messages to ready (live in the tree)', async () => {
+    const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+    await vscode.workspace.getConfiguration('quayside').update('clock', 'virtual', target);
+    const snap = (await vscode.commands.executeCommand('quayside.restart')) as { state: string; endpoint?: { pid?: number; clock?: string } };
+    assert.equal(snap.state, 'running');
+    assert.equal(snap.endpoint?.clock, 'virtual');
+    pid = snap.endpoint!.pid!;
+    await vscode.commands.executeCommand('quayside.createQueue', { namespace: NS, queue: Q, dialect: 'env' });
+    const f = await until('env folders', async () => ((await queueNode()) ? folders() : undefined));
+    assert.equal(api.tree.getTreeItem(f[1]).label, 'Failed', 'env queues call it Failed');
+    await vscode.commands.executeCommand('quayside.pushMessage', { namespace: NS, queue: Q, body: 'later', delayMs: 30_000 });
+    await until('1 delayed', async () => (await description()) === '0 ready · 1 delayed');
+    const r = (await vscode.commands.executeCommand('quayside.advanceClock', { ms: 31_000 })) as { now: number };
+    assert.ok(r.now > 0);
+    await until('1 ready', async () => (await description()) === '1 ready');
+  });
+
   it('stops the emulator, leaving no process behind', async () => {
     await app?.close();
     app = undefined;
