@@ -473,8 +473,16 @@ export class Engine {
 
   private serving = new Set<number>();
 
+  /** Queues whose waiters were kicked while a serve was running: served again once it ends. */
+  private serveAgain = new Set<number>();
+
   private async serveWaiters(queueId: number): Promise<void> {
-    if (this.serving.has(queueId)) return;
+    if (this.serving.has(queueId)) {
+      // A commit made messages ready while a serve was in flight (its claim may have run before
+      // them): serve again afterwards, or the wake-up would be lost.
+      this.serveAgain.add(queueId);
+      return;
+    }
     this.serving.add(queueId);
     try {
       const served = await this.gc.run(() => {
@@ -495,6 +503,7 @@ export class Engine {
       // A failed commit leaves the waiters waiting; the next commit wakes them again.
     } finally {
       this.serving.delete(queueId);
+      if (this.serveAgain.delete(queueId) && this.waiters.has(queueId)) void this.serveWaiters(queueId);
     }
   }
 
@@ -774,8 +783,13 @@ export class Engine {
   private consumerBusy = new Set<number>();
 
   /** Forms batches: full ones at once, partial ones when the oldest has waited maxBatchTimeoutMs. */
+  private consumerAgain = new Set<number>();
+
   private async serveConsumers(queueId: number): Promise<void> {
-    if (this.consumerBusy.has(queueId)) return;
+    if (this.consumerBusy.has(queueId)) {
+      this.consumerAgain.add(queueId);
+      return;
+    }
     this.consumerBusy.add(queueId);
     const sends: (() => void)[] = [];
     try {
@@ -808,6 +822,7 @@ export class Engine {
       // The commit failed: nothing was leased; the next commit or due time tries again.
     } finally {
       this.consumerBusy.delete(queueId);
+      if (this.consumerAgain.delete(queueId) && this.consumers.has(queueId)) void this.serveConsumers(queueId);
       this.arm();
     }
   }
