@@ -1,5 +1,6 @@
 import type { ConsumerSettings, Dialect, QueuePolicy } from '../protocol';
 import { invalid } from '../errors';
+import { describe } from './validate';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -82,10 +83,10 @@ export function mergePolicy(base: QueuePolicy, patch: unknown): QueuePolicy {
   for (const [k, v] of Object.entries(p)) {
     if (v === undefined) continue;
     if ((POSITIVE_MS as string[]).includes(k) || k === 'maxDeliveries' || k === 'maxPayloadBytes') {
-      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) throw invalid(`policy.${k} must be a positive integer, got ${String(v)}`);
+      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) throw invalid(`policy.${k} must be a positive integer, got ${describe(v)}`);
       (out as unknown as Record<string, unknown>)[k] = v;
     } else if ((NULLABLE_POSITIVE as string[]).includes(k)) {
-      if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)) throw invalid(`policy.${k} must be a positive integer or null, got ${String(v)}`);
+      if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)) throw invalid(`policy.${k} must be a positive integer or null, got ${describe(v)}`);
       (out as unknown as Record<string, unknown>)[k] = v;
     } else if (k === 'recordNackReason') {
       if (typeof v !== 'boolean') throw invalid('policy.recordNackReason must be true or false');
@@ -118,7 +119,7 @@ export function mergeConsumer(base: ConsumerSettings | null, patch: Record<strin
   for (const [k, [lo, hi]] of Object.entries(ranges)) {
     const v = patch[k];
     if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < lo || v > hi) throw invalid(`consumer.${k} must be an integer from ${lo} to ${hi}, got ${String(v)}`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < lo || v > hi) throw invalid(`consumer.${k} must be an integer from ${lo} to ${hi}, got ${describe(v)}`);
     (out as unknown as Record<string, number>)[k] = v;
   }
   for (const k of Object.keys(patch)) if (k !== 'appId' && !(k in ranges)) throw invalid(`unknown consumer field "${k}"`);
