@@ -218,10 +218,11 @@ export class Engine {
     if (actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}", not "${ns}"`);
     if (!isDialect(args.dialect)) throw invalid(`dialect must be one of cache, env, sync; got ${v.describe(args.dialect)}`);
     const policy = mergePolicy(PRESETS[args.dialect], args.policy);
+    const ifNotExists = v.bool(args.ifNotExists, 'ifNotExists');
     const now = this.clock.now();
     const existing = this.store.queueByName(ns, name);
     if (existing) {
-      if (v.bool(args.ifNotExists, 'ifNotExists') && existing.dialect === args.dialect) return { info: this.info(existing, now), row: existing };
+      if (ifNotExists && existing.dialect === args.dialect) return { info: this.info(existing, now), row: existing };
       throw conflict(existing.dialect === args.dialect ? `queue "${name}" already exists in namespace "${ns}"` : `queue "${name}" in namespace "${ns}" is a ${existing.dialect} queue, not ${args.dialect}`);
     }
     const row = this.store.createQueue(`q_${crypto.randomBytes(6).toString('hex')}`, ns, name, args.dialect, JSON.stringify(policy), null, now);
