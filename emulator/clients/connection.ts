@@ -183,6 +183,13 @@ export class Connection implements Transport {
 
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
     if (opts.signal?.aborted) throw abortError(opts.signal);
+    // The socket may be closing (the emulator went away) before its close event has arrived:
+    // treat it as lost now, so this request reconnects instead of failing.
+    const ws = this.ws;
+    if (this.state === 'open' && ws && ws.readyState !== WebSocket.OPEN) {
+      this.onClose(ws);
+      ws.terminate();
+    }
     if (this.state !== 'open') await this.openWithin(this.connectTimeoutMs, opts.signal);
     return (await this.send(op, args, opts.signal)) as OpResult<K>;
   }
