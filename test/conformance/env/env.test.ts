@@ -1,0 +1,466 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmulator } from '../../../emulator/emulator';
+import { createEnv, runConsumer, type ConsumerApp, type Env, type MessageBatch, type RunningConsumer } from '../../../emulator/clients/env';
+import { DAY, SECOND, fresh, rejects, startTestEmulator, until } from '../support';
+
+// One test per statement of seeds/001 (the env product), named after it; the HTTP API over real
+// HTTP (fetch). Time moves only by the emulator's virtual clock.
+
+type Emu = Awaited<ReturnType<typeof startTestEmulator>>;
+
+describe('conformance: env (seeds/001)', function () {
+  let emu: Emu;
+  let project: string;
+  const environment = 'dev';
+  let env: Env;
+  const running: RunningConsumer[] = [];
+
+  const api = async (method: string, path: string, body?: unknown, token = emu.token) => {
+    const r = await fetch(`${emu.httpUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, body: text ? JSON.parse(text) : null };
+  };
+  const createQueue = async (slug: string, settings: Record<string, unknown> = {}, p = project) => {
+    const r = await api('POST', '/v1/queues', { project: p, environment, slug, ...settings });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    return r.body as { id: string; slug: string };
+  };
+  const consume = async (app: ConsumerApp<any, any>, slug: string, o: Record<string, unknown> = {}) => {
+    const c = await runConsumer(app, { url: emu.url, token: emu.token, project, environment, queue: slug, onError: () => {}, ...o });
+    running.push(c);
+    return c;
+  };
+
+  before(async () => {
+    emu = await startTestEmulator();
+  });
+  after(async () => {
+    for (const c of running) await c.stop();
+    await emu.close();
+  });
+  beforeEach(() => {
+    project = fresh('proj');
+    env = createEnv({ url: emu.url, token: emu.token, project, environment });
+  });
+  afterEach(async () => {
+    for (const c of running.splice(0)) await c.stop();
+    await env.close();
+  });
+
+  describe('queues', () => {
+    it('one message is processed by one consumer (work distribution)', async () => {
+      await createQueue('work');
+      for (let i = 0; i < 30; i++) await env.queue.send('work', i);
+      const seen: number[][] = [[], []];
+      for (const i of [0, 1]) await consume({ async queue(b: MessageBatch<number>) { for (const m of b.messages) seen[i].push(m.body); } }, 'work', { maxConcurrency: 2 });
+      await until(() => seen[0].length + seen[1].length === 30, 'all 30');
+      assert.deepEqual([...seen[0], ...seen[1]].sort((a, b) => a - b), [...Array(30).keys()]);
+    });
+
+    it('a queue delivers either to a consumer app (push) or to callers that pull it over the data API — never both', async () => {
+      const q = await createQueue('either');
+      await env.queue.send('either', 'x');
+      assert.equal((await api('POST', `/v1/queues/${q.id}/receive`, {})).body.messages.length, 1);
+      await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'worker' });
+      assert.equal((await api('POST', `/v1/queues/${q.id}/receive`, {})).status, 409);
+    });
+
+    it('queues are created in the console (or the management API); apps only send and consume', async () => {
+      const e = await rejects(env.queue.send('never-created', { id: 1 }));
+      assert.equal(e.code, 'not_found');
+      assert.equal((await api('GET', `/v1/queues?project=${project}&environment=${environment}`)).body.queues.length, 0);
+      await createQueue('never-created');
+      await env.queue.send('never-created', { id: 1 });
+    });
+  });
+
+  describe('send from an app', () => {
+    it('any app can send to any queue in its own project and environment, by slug — no binding to set up', async () => {
+      await createQueue('a');
+      await createQueue('b');
+      const other = createEnv({ url: emu.url, token: emu.token, project, environment });
+      await other.queue.send('a', 1);
+      await env.queue.send('b', 2);
+      await other.close();
+      const list = (await api('GET', `/v1/queues?project=${project}&environment=${environment}`)).body.queues;
+      assert.deepEqual(list.map((q: any) => [q.slug, q.counts.depth]).sort(), [['a', 1], ['b', 1]]);
+    });
+
+    it('the send example runs as written', async () => {
+      await createQueue('orders');
+      // --- seed example ---
+      await env.queue.send('orders', { id: 1 });
+      await env.queue.send('orders', { id: 2 }, { delaySeconds: 30 });
+      await env.queue.sendBatch('orders', [{ body: { id: 3 } }, { body: { id: 4 }, delaySeconds: 5 }]);
+      // --- end of example ---
+      const q = (await api('GET', `/v1/queues?project=${project}&environment=${environment}`)).body.queues[0];
+      const peek = (await api('GET', `/v1/queues/${q.id}/messages`)).body.messages;
+      assert.deepEqual(peek.map((m: any) => [m.body.id, m.state]), [[1, 'ready'], [2, 'delayed'], [3, 'ready'], [4, 'delayed']]);
+      await emu.clock.advance(5 * SECOND);
+      const after5 = (await api('GET', `/v1/queues/${q.id}/messages`)).body.messages;
+      assert.deepEqual(after5.map((m: any) => m.state), ['ready', 'delayed', 'ready', 'ready']);
+    });
+
+    it('sendBatch is all or nothing', async () => {
+      const q = await createQueue('batch', { maxDepth: 3 });
+      const e = await rejects(env.queue.sendBatch('batch', [{ body: 1 }, { body: 2 }, { body: 3 }, { body: 4 }]));
+      assert.equal(e.code, 'queue_full');
+      assert.equal((await rejects(env.queue.sendBatch('batch', [{ body: 1 }, { body: 2, delaySeconds: NaN }]))).code, 'invalid_argument');
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
+    });
+
+    it('the slug is resolved within the app\'s scope; a queue elsewhere is reported as not found', async () => {
+      const elsewhere = fresh('proj');
+      await createQueue('theirs', {}, elsewhere);
+      assert.equal((await rejects(env.queue.send('theirs', 1))).code, 'not_found');
+      const staging = createEnv({ url: emu.url, token: emu.token, project, environment: 'staging' });
+      await createQueue('mine');
+      assert.equal((await rejects(staging.queue.send('mine', 1))).code, 'not_found');
+      await staging.close();
+    });
+
+    it('send options: contentType, delaySeconds, attributes, dedupId and encoding', async () => {
+      await createQueue('opts');
+      const a = await env.queue.send('opts', { j: 1 }, { attributes: { kind: 'j' }, dedupId: 'd1' });
+      const again = await env.queue.send('opts', { j: 1 }, { dedupId: 'd1' });
+      assert.equal(again.id, a.id);
+      await env.queue.send('opts', 'plain', { contentType: 'text' });
+      await env.queue.send('opts', new Uint8Array([1, 2, 255]), { contentType: 'bytes' });
+      assert.equal((await rejects(env.queue.send('opts', 5, { contentType: 'text' }))).code, 'invalid_argument');
+      assert.equal((await rejects(env.queue.send('opts', 5, { contentType: 'v8' as never }))).code, 'invalid_argument');
+      const got: any[] = [];
+      await consume({ async queue(b) { for (const m of b.messages) got.push([m.body, m.contentType, m.attributes]); } }, 'opts', { maxBatchSize: 3 });
+      await until(() => got.length === 3, 'three messages');
+      assert.deepEqual(got, [[{ j: 1 }, 'json', { kind: 'j' }], ['plain', 'text', {}], [new Uint8Array([1, 2, 255]), 'bytes', {}]]);
+    });
+
+    it('there are no per-org/per-app send quotas — a send is bounded by the queue\'s maxDepth/maxBytes and refused with queue full at capacity', async () => {
+      await createQueue('full', { maxDepth: 2 });
+      await createQueue('bytes', { maxBytes: 20 });
+      for (let i = 0; i < 2; i++) await env.queue.send('full', i);
+      const e = await rejects(env.queue.send('full', 3));
+      assert.equal(e.code, 'queue_full');
+      await env.queue.send('bytes', 'x'.repeat(10));
+      assert.equal((await rejects(env.queue.send('bytes', 'x'.repeat(10)))).code, 'queue_full');
+      // Well past any free-tier style count, an unbounded queue keeps accepting.
+      await createQueue('unbounded');
+      await env.queue.sendBatch('unbounded', Array.from({ length: 1000 }, (_, i) => ({ body: i })));
+      await env.queue.sendBatch('unbounded', Array.from({ length: 200 }, (_, i) => ({ body: i })));
+    });
+  });
+
+  describe('consume with an app', () => {
+    it('set one app as the queue\'s consumer: the host batches messages and calls that app\'s queue(batch, env, ctx) handler', async () => {
+      const q = await createQueue('consumed');
+      for (let i = 0; i < 3; i++) await env.queue.send('consumed', i);
+      const calls: { queue: string; bodies: number[]; hasEnv: boolean; hasCtx: boolean }[] = [];
+      await consume({ async queue(batch: MessageBatch<number>, e: any, ctx: any) { calls.push({ queue: batch.queue, bodies: batch.messages.map((m) => m.body), hasEnv: typeof e.queue.send === 'function', hasCtx: typeof ctx.waitUntil === 'function' }); } }, 'consumed', { appId: 'worker' });
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.consumer.appId, 'worker');
+      await emu.clock.advance(5 * SECOND);
+      await until(() => calls.length === 1, 'one batch');
+      assert.deepEqual(calls, [{ queue: 'consumed', bodies: [0, 1, 2], hasEnv: true, hasCtx: true }]);
+      await until(async () => (await api('GET', `/v1/queues/${q.id}`)).body.counts.depth === 0, 'acked');
+    });
+
+    it('the consumer example runs as written', async () => {
+      await createQueue('example');
+      await env.queue.send('example', { ok: 1 });
+      await env.queue.send('example', { fail: true });
+      const processed: unknown[] = [];
+      const meta: unknown[] = [];
+      const process = async (body: any) => {
+        processed.push(body);
+        if (body.fail) throw new Error('nope');
+      };
+      const router = { handle: () => new Response('ok') };
+      // --- seed example (export default → const app) ---
+      const app = {
+        async queue(batch: MessageBatch, env: unknown) {
+          for (const msg of batch.messages) {
+            try {
+              await process(msg.body); // msg.id, msg.attempts, msg.attributes, msg.timestamp
+              meta.push([msg.id, msg.attempts, msg.attributes, msg.timestamp instanceof Date]);
+              msg.ack();
+            } catch {
+              msg.retry({ delaySeconds: 30 });
+            }
+          }
+        },
+        fetch: (req: Request, env: unknown, ctx: unknown) => router.handle(),
+      };
+      // --- end of example ---
+      await consume(app, 'example', { maxBatchSize: 2 });
+      await until(() => processed.length === 2, 'first batch');
+      await emu.clock.advance(29 * SECOND);
+      assert.equal(processed.length, 2);
+      await emu.clock.advance(1 * SECOND);
+      await emu.clock.advance(5 * SECOND); // the retried message is a batch of one: it goes after maxBatchTimeoutMs
+      await until(() => processed.length === 3, 'the retry');
+      assert.deepEqual(processed, [{ ok: 1 }, { fail: true }, { fail: true }]);
+      assert.deepEqual((meta[0] as unknown[]).slice(1), [1, {}, true]);
+    });
+
+    it('a message you neither ack() nor retry() is acked when the handler resolves', async () => {
+      const q = await createQueue('implicit-ack');
+      await env.queue.send('implicit-ack', 1);
+      let calls = 0;
+      await consume({ async queue() { calls++; } }, 'implicit-ack', { maxBatchSize: 1 });
+      await until(() => calls === 1, 'one call');
+      await until(async () => (await api('GET', `/v1/queues/${q.id}`)).body.counts.depth === 0, 'acked');
+      await emu.clock.advance(60 * SECOND);
+      assert.equal(calls, 1);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.inFlight, 0);
+    });
+
+    it('a handler that throws retries the whole batch; explicit ack()/retry() made before the throw stand', async () => {
+      await createQueue('throws');
+      for (let i = 0; i < 3; i++) await env.queue.send('throws', i);
+      const deliveries: [number, number][] = [];
+      await consume({
+        async queue(b: MessageBatch<number>) {
+          for (const m of b.messages) deliveries.push([m.body, m.attempts]);
+          if (b.messages[0].attempts === 1) {
+            b.messages[0].ack(); // stands
+            throw new Error('batch failed');
+          }
+        },
+      }, 'throws', { maxBatchSize: 3 });
+      await until(() => deliveries.length === 3, 'first delivery');
+      await emu.clock.advance(5 * SECOND); // 2 retried messages: a partial batch
+      await until(() => deliveries.length === 5, 'redelivery');
+      assert.deepEqual(deliveries, [[0, 1], [1, 1], [2, 1], [1, 2], [2, 2]]);
+    });
+
+    it('a redelivered message arrives with attempts + 1', async () => {
+      await createQueue('attempts');
+      await env.queue.send('attempts', 'x');
+      const seen: number[] = [];
+      await consume({ async queue(b) { seen.push(b.messages[0].attempts); if (seen.length < 3) b.retryAll(); } }, 'attempts', { maxBatchSize: 1 });
+      await until(() => seen.length === 3, 'three deliveries');
+      assert.deepEqual(seen, [1, 2, 3]);
+    });
+
+    it('batch settings — maxBatchSize, maxBatchTimeoutMs, maxConcurrency, visibilityMs — are set with the consumer', async () => {
+      const q = await createQueue('settings');
+      await consume({ async queue() {} }, 'settings', { appId: 'w', maxBatchSize: 7, maxBatchTimeoutMs: 1234, maxConcurrency: 3, visibilityMs: 9000 });
+      assert.deepEqual((await api('GET', `/v1/queues/${q.id}`)).body.consumer, { appId: 'w', maxBatchSize: 7, maxBatchTimeoutMs: 1234, maxConcurrency: 3, visibilityMs: 9000 });
+    });
+
+    it('a batch is delivered when it reaches maxBatchSize messages or its oldest message is maxBatchTimeoutMs old', async () => {
+      await createQueue('timing');
+      const sizes: number[] = [];
+      await consume({ async queue(b) { sizes.push(b.messages.length); } }, 'timing', { maxBatchSize: 4, maxBatchTimeoutMs: 2000 });
+      for (let i = 0; i < 4; i++) await env.queue.send('timing', i);
+      await until(() => sizes.length === 1, 'the full batch');
+      await env.queue.send('timing', 'a');
+      await emu.clock.advance(1000);
+      await env.queue.send('timing', 'b');
+      await emu.clock.advance(999);
+      assert.deepEqual(sizes, [4]);
+      await emu.clock.advance(1);
+      await until(() => sizes.length === 2, 'the partial batch');
+      assert.deepEqual(sizes, [4, 2]);
+    });
+
+    it('at most maxConcurrency batches are in flight per queue', async () => {
+      await createQueue('concurrency');
+      let inFlight = 0;
+      let peak = 0;
+      let done = 0;
+      const gates: (() => void)[] = [];
+      await consume({
+        async queue() {
+          inFlight++;
+          peak = Math.max(peak, inFlight);
+          await new Promise<void>((r) => gates.push(r));
+          inFlight--;
+          done++;
+        },
+      }, 'concurrency', { maxBatchSize: 1, maxConcurrency: 2 });
+      for (let i = 0; i < 5; i++) await env.queue.send('concurrency', i);
+      await until(() => gates.length === 2, 'two batches');
+      assert.equal(inFlight, 2);
+      while (done < 5) {
+        await until(() => gates.length > 0, 'a batch');
+        gates.shift()!();
+        await until(() => gates.length > 0 || done === 5, 'the next');
+      }
+      assert.equal(peak, 2);
+    });
+
+    it('ctx.waitUntil keeps work going after the handler resolves; stop() waits for it', async () => {
+      await createQueue('wait-until');
+      await env.queue.send('wait-until', 1);
+      let finished = false;
+      const c = await consume({
+        async queue(_b, _e, ctx) {
+          ctx.waitUntil(new Promise<void>((r) => setTimeout(() => { finished = true; r(); }, 50)));
+        },
+      }, 'wait-until', { maxBatchSize: 1 });
+      await until(() => true, 'start');
+      await emu.clock.advance(0);
+      await new Promise((r) => setTimeout(r, 10));
+      await c.stop();
+      assert.equal(finished, true);
+    });
+
+    it('env.queue inside the handler sends within the same project and environment', async () => {
+      await createQueue('in');
+      await createQueue('out');
+      await env.queue.send('in', 'ping');
+      await consume({ async queue(b, e: any) { for (const m of b.messages) await e.queue.send('out', `${m.body}-pong`); } }, 'in', { maxBatchSize: 1 });
+      const got: unknown[] = [];
+      await consume({ async queue(b) { for (const m of b.messages) got.push(m.body); } }, 'out', { maxBatchSize: 1 });
+      await until(() => got.length === 1, 'the pong');
+      assert.deepEqual(got, ['ping-pong']);
+    });
+
+    it('runConsumer re-attaches after the emulator restarts', async function () {
+      this.timeout(30000);
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-env-'));
+      let e1 = await startEmulator({ dataDir: dir });
+      const { port, token } = e1;
+      const h = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      await fetch(`${e1.httpUrl}/v1/queues`, { method: 'POST', headers: h, body: JSON.stringify({ project: 'p', environment: 'dev', slug: 'q' }) });
+      const seen: unknown[] = [];
+      const c = await runConsumer({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, { url: e1.url, token, project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1 });
+      const sender = createEnv({ url: e1.url, token, project: 'p', environment: 'dev' });
+      await sender.queue.send('q', 'before');
+      await until(() => seen.length === 1, 'before');
+      await e1.close();
+      e1 = await startEmulator({ dataDir: dir, port, token });
+      try {
+        await sender.queue.send('q', 'after');
+        await until(() => seen.length === 2, 'after the restart', 20000);
+        assert.deepEqual(seen, ['before', 'after']);
+      } finally {
+        await c.stop();
+        await sender.close();
+        await e1.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe('the failed area (no dead-letter queue)', () => {
+    it('there is no -dlq queue: after its last retry (maxRetries) a message moves to the failed area instead of being dropped', async () => {
+      const q = await createQueue('failing', { maxRetries: 2 });
+      await env.queue.send('failing', 'bad');
+      let calls = 0;
+      await consume({ async queue() { calls++; throw new Error('always'); } }, 'failing', { maxBatchSize: 1 });
+      await until(() => calls === 3, 'three deliveries (1 + maxRetries 2)');
+      await until(async () => (await api('GET', `/v1/queues/${q.id}`)).body.counts.failed === 1, 'failed');
+      const list = (await api('GET', `/v1/queues?project=${project}&environment=${environment}`)).body.queues;
+      assert.deepEqual(list.map((x: any) => x.slug), ['failing']);
+      const failed = (await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages;
+      assert.deepEqual(failed.map((m: any) => [m.body, m.state, m.attempts, m.reason]), [['bad', 'failed', 3, 'retry']]);
+    });
+
+    it('the failed area keeps a message for the queue\'s retention (max 14 days)', async () => {
+      const q = await createQueue('retention', { maxRetries: 0, retentionSeconds: 3600 });
+      assert.equal((await api('POST', '/v1/queues', { project, environment, slug: 'too-long', retentionSeconds: 14 * 24 * 3600 + 1 })).status, 400);
+      await env.queue.send('retention', 'x');
+      const [m] = (await api('POST', `/v1/queues/${q.id}/receive`, {})).body.messages;
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: m.leaseId }] });
+      assert.equal((await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages.length, 1);
+      await emu.clock.advance(3600 * SECOND);
+      assert.equal((await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages.length, 0);
+      const d = await createQueue('default-retention', { maxRetries: 0 });
+      assert.equal((await api('GET', `/v1/queues/${d.id}`)).body.retentionSeconds, 14 * DAY / 1000);
+    });
+
+    it('the failed area is internal — not listed, not bindable, not configurable, and deleted with the queue', async () => {
+      const q = await createQueue('internal', { maxRetries: 0 });
+      await env.queue.send('internal', 'x');
+      const [m] = (await api('POST', `/v1/queues/${q.id}/receive`, {})).body.messages;
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: m.leaseId }] });
+      const list = (await api('GET', `/v1/queues?project=${project}&environment=${environment}`)).body.queues;
+      assert.equal(list.length, 1);
+      assert.equal((await rejects(env.queue.send('internal-dlq', 1))).code, 'not_found');
+      assert.equal((await api('DELETE', `/v1/queues/${q.id}`)).status, 200);
+      assert.equal((await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).status, 404);
+      await createQueue('internal');
+      const again = (await api('GET', `/v1/queues?project=${project}&environment=${environment}`)).body.queues[0];
+      assert.equal(again.counts.failed, 0);
+    });
+
+    it('GET /v1/queues/{qId}/messages?failed=1 peeks the failed area', async () => {
+      const q = await createQueue('peek-failed', { maxRetries: 0 });
+      await env.queue.send('peek-failed', { a: 1 });
+      await env.queue.send('peek-failed', { b: 2 });
+      const r = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 1 })).body.messages;
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: r[0].leaseId }] });
+      const failed = (await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages;
+      assert.deepEqual(failed.map((m: any) => m.body), [{ a: 1 }]);
+      const live = (await api('GET', `/v1/queues/${q.id}/messages`)).body.messages;
+      assert.deepEqual(live.map((m: any) => m.body), [{ b: 2 }]);
+      // Peeking leases nothing.
+      assert.equal((await api('POST', `/v1/queues/${q.id}/receive`, {})).body.messages.length, 1);
+    });
+
+    it('POST /v1/queues/{qId}/retry-failed { max? } moves failed messages back into the queue with fresh attempts', async () => {
+      const q = await createQueue('retry-failed', { maxRetries: 0 });
+      for (let i = 0; i < 3; i++) await env.queue.send('retry-failed', i);
+      const got = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 3 })).body.messages;
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: got.map((m: any) => ({ leaseId: m.leaseId })) });
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/retry-failed`, { max: 2 })).body, { retried: 2 });
+      const back = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 10 })).body.messages;
+      assert.deepEqual(back.map((m: any) => [m.body, m.attempts]), [[0, 1], [1, 1]]);
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/retry-failed`, {})).body, { retried: 1 });
+    });
+
+    it('POST /v1/queues/{qId}/purge { confirm, failed? } purges the queue (or the failed area)', async () => {
+      const q = await createQueue('purge', { maxRetries: 0 });
+      for (let i = 0; i < 3; i++) await env.queue.send('purge', i);
+      await env.queue.send('purge', 'later', { delaySeconds: 60 });
+      const [m] = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 1 })).body.messages;
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: m.leaseId }] });
+      await api('POST', `/v1/queues/${q.id}/receive`, { max: 1 }); // one leased
+      const wrong = await api('POST', `/v1/queues/${q.id}/purge`, { confirm: 'nope' });
+      assert.equal(wrong.status, 400);
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/purge`, { confirm: 'purge', failed: true })).body, { purged: 1 });
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/purge`, { confirm: 'purge' })).body, { purged: 3 });
+      const counts = (await api('GET', `/v1/queues/${q.id}`)).body.counts;
+      assert.deepEqual([counts.depth, counts.inFlight, counts.failed], [0, 0, 0]);
+    });
+  });
+
+  describe('pull over the data API instead of a consumer app', () => {
+    it('clear a queue\'s consumer (PUT …/consumer { appId: null }) and it becomes a pull queue: callers receive, ack, retry and extend leases over the data API', async () => {
+      const q = await createQueue('pull');
+      await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'worker' });
+      assert.equal((await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: null })).body.consumer, null);
+      for (let i = 0; i < 3; i++) await env.queue.send('pull', i, { attributes: { n: i } });
+      const r = await api('POST', `/v1/queues/${q.id}/receive`, { max: 3, visibilityMs: 10_000 });
+      assert.equal(r.status, 200);
+      const [a, b, c] = r.body.messages;
+      assert.deepEqual(Object.keys(a).sort(), ['attempts', 'attributes', 'body', 'contentType', 'id', 'leaseExpiresAt', 'leaseId', 'timestamp'].sort());
+      assert.equal(a.leaseExpiresAt, emu.clock.now() + 10_000);
+      const ext = await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: c.leaseId, visibilityMs: 60_000 });
+      assert.deepEqual(ext.body, { leaseExpiresAt: emu.clock.now() + 60_000 });
+      const acked = await api('POST', `/v1/queues/${q.id}/ack`, { acks: [a.leaseId], retries: [{ leaseId: b.leaseId, delaySeconds: 5 }] });
+      assert.deepEqual(acked.body, { acked: 1, retried: 1, stale: 0 });
+      await emu.clock.advance(10_000);
+      const stale = await api('POST', `/v1/queues/${q.id}/ack`, { acks: [a.leaseId] });
+      assert.deepEqual(stale.body, { acked: 0, retried: 0, stale: 1 });
+      const again = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 10 })).body.messages;
+      assert.deepEqual(again.map((m: any) => [m.body, m.attempts]), [[1, 2]]);
+      assert.equal((await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: a.leaseId, visibilityMs: 1000 })).status, 409);
+    });
+
+    it('a queue that still has a consumer app refuses receive with 409', async () => {
+      const q = await createQueue('has-consumer');
+      await consume({ async queue() {} }, 'has-consumer');
+      const r = await api('POST', `/v1/queues/${q.id}/receive`, {});
+      assert.equal(r.status, 409);
+      assert.equal(r.body.error.code, 'conflict');
+    });
+  });
+});
