@@ -76,16 +76,20 @@ function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let tooBig = false;
     req.on('data', (c: Buffer) => {
+      if (tooBig) return; // the rest is read and dropped, so the client gets its 413 instead of a reset
       size += c.length;
       if (size > MAX_BODY) {
+        tooBig = true;
+        chunks.length = 0;
         reject(new QuaysideError('payload_too_large', `a request body is at most ${MAX_BODY} bytes`));
-        req.destroy();
         return;
       }
       chunks.push(c);
     });
     req.on('end', () => {
+      if (tooBig) return;
       const text = Buffer.concat(chunks).toString('utf8');
       if (text.trim() === '') return resolve({});
       try {
