@@ -1,0 +1,238 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import fc from 'fast-check';
+import { startEmulator, type Emulator } from '../../emulator/emulator';
+import { READ_OPS } from '../../emulator/protocol';
+import { RawClient, ensureBuilt, kill9, startOk, storeDigest } from './support';
+
+// Access (DESIGN.md "Access"): loopback binding, Origin and Host checks, tokens, read-only vs
+// read-write, namespace scoping, the audit log, and names that are only names.
+// (That a message body holding HTML and script renders as text in the queue panel is tested by the
+// webview suite, test/extension/webview.)
+
+function nonLoopbackAddress(): string | null {
+  for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return null;
+}
+
+function canConnect(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+describe('reliability: access', function () {
+  this.timeout(60_000);
+  let emu: Emulator;
+  let admin: RawClient;
+  before(async () => {
+    emu = await startEmulator({ port: 0, memory: true, clock: 'virtual' });
+    admin = await RawClient.hello(emu.url, emu.token);
+    for (const ns of ['alpha', 'beta']) {
+      await admin.ok('queue.create', { namespace: ns, queue: 'jobs', dialect: 'cache' });
+      for (let i = 0; i < 3; i++) await admin.ok('push', { namespace: ns, queue: 'jobs', body: { ns, i } });
+    }
+  });
+  after(async () => {
+    await admin?.close();
+    await emu?.close();
+  });
+
+  it('binds 127.0.0.1 by default (startEmulator and the CLI); other interfaces are not reachable', async () => {
+    assert.equal(emu.host, '127.0.0.1');
+    assert.match(emu.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(await canConnect('127.0.0.1', emu.port), true);
+    const other = nonLoopbackAddress();
+    if (other) assert.equal(await canConnect(other, emu.port), false, `reachable on ${other}`);
+    ensureBuilt();
+    const child = await startOk({ memory: true });
+    try {
+      assert.match(child.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+      if (other) assert.equal(await canConnect(other, child.port), false, `the CLI's emulator is reachable on ${other}`);
+    } finally {
+      await kill9(child);
+    }
+  });
+
+  it("refuses WebSocket upgrades with a web page's Origin (and a foreign Host), accepts none and vscode-webview", async () => {
+    for (const origin of ['http://evil.example', 'https://localhost:3000', 'http://127.0.0.1:8080', 'null', 'file://', 'chrome-extension://abc']) {
+      await assert.rejects(RawClient.open(emu.url, { origin }), (e: { status?: number }) => e.status === 403, origin);
+    }
+    await assert.rejects(RawClient.open(emu.url, { host: 'evil.example' }), (e: { status?: number }) => e.status === 403);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.get(`${emu.httpUrl}/v1/queues`, { headers: { host: 'rebind.evil.example', authorization: `Bearer ${emu.token}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject);
+    });
+    assert.equal(status, 403, 'an HTTP request with a foreign Host (DNS rebinding)');
+    for (const headers of [{}, { origin: 'vscode-webview://1234abcd' }]) {
+      const c = await RawClient.open(emu.url, headers);
+      await c.close();
+    }
+  });
+
+  it('a missing or wrong token is refused, over WebSocket and HTTP, and nothing runs before hello', async () => {
+    const c = await RawClient.open(emu.url);
+    assert.equal((await c.request('queue.list', {})).error?.code, 'unauthorized');
+    assert.equal((await c.request('push', { namespace: 'alpha', queue: 'jobs', body: 1 })).error?.code, 'unauthorized');
+    for (const token of [undefined, '', 'qs_rw_wrong', emu.token + 'x', emu.token.slice(0, -1), 'x'.repeat(5000), 5]) {
+      assert.equal((await c.request('hello', { version: 1, token })).error?.code, 'unauthorized', String(token));
+    }
+    assert.equal((await c.request('queue.list', {})).error?.code, 'unauthorized');
+    await c.close();
+    for (const authorization of [undefined, 'Bearer', 'Bearer qs_rw_wrong', `Basic ${emu.token}`, `Bearer ${emu.token}x`]) {
+      const res = await fetch(`${emu.httpUrl}/v1/queues`, { headers: authorization ? { authorization } : {} });
+      assert.equal(res.status, 401, String(authorization));
+      assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'unauthorized');
+    }
+  });
+
+  it('a read-only token can list, peek and read stats but not push, pull, ack, replay or purge', async () => {
+    const ro = (await admin.ok('token.create', { access: 'read', name: 'viewer' })).token;
+    const c = await RawClient.hello(emu.url, ro);
+    const ref = { namespace: 'alpha', queue: 'jobs' };
+    assert.equal((await c.ok('queue.list', {})).queues.length, 2);
+    assert.equal((await c.ok('peek', ref)).messages.length, 3);
+    assert.equal((await c.ok('stats', ref)).counts.ready, 3);
+    assert.ok(Array.isArray((await c.ok('dead.list', ref)).messages));
+    const before = storeDigest(emu.engine.store.db);
+    const writes: [string, object][] = [
+      ['push', { ...ref, body: 1 }], ['push.batch', { ...ref, messages: [{ body: 1 }] }], ['pull', ref], ['ack', { receipt: 'r_1_1' }],
+      ['nack', { receipt: 'r_1_1' }], ['extend', { receipt: 'r_1_1' }], ['dead.replay', ref], ['dead.purge', ref], ['purge', { ...ref, confirm: 'jobs' }],
+      ['queue.create', { namespace: 'alpha', queue: 'x', dialect: 'cache' }], ['queue.delete', ref], ['queue.configure', { ...ref, policy: {} }],
+      ['token.create', { access: 'readwrite' }], ['clock.advance', { ms: 1 }], ['namespace.configure', { namespace: 'alpha', dailyQuota: 1 }],
+    ];
+    for (const [op, args] of writes) {
+      assert.ok(!READ_OPS.has(op as never));
+      assert.equal((await c.request(op, args)).error?.code, 'forbidden', op);
+    }
+    assert.equal(storeDigest(emu.engine.store.db), before);
+    // The same over HTTP.
+    const q = await fetch(`${emu.httpUrl}/v1/queues`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}` }, body: JSON.stringify({ project: 'p', environment: 'e', slug: 'ro' }) });
+    const id = ((await q.json()) as { id: string }).id;
+    const h = { authorization: `Bearer ${ro}` };
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}/messages`, { headers: h })).status, 200);
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}`, { headers: h })).status, 200);
+    const d2 = storeDigest(emu.engine.store.db);
+    for (const [path, body] of [['messages', { body: 1 }], ['receive', {}], ['retry-failed', {}], ['purge', { confirm: 'ro' }], ['ack', { acks: [] }]] as const) {
+      const res = await fetch(`${emu.httpUrl}/v1/queues/${id}/${path}`, { method: 'POST', headers: h, body: JSON.stringify(body) });
+      assert.equal(res.status, 403, path);
+    }
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}`, { method: 'DELETE', headers: h })).status, 403);
+    assert.equal(storeDigest(emu.engine.store.db), d2);
+    await c.close();
+  });
+
+  it('a token for one namespace sees nothing of another (lists, reads, events, receipts, tokens)', async () => {
+    const rw = (await admin.ok('token.create', { access: 'readwrite', namespace: 'alpha', name: 'alpha-app' })).token;
+    const c = await RawClient.hello(emu.url, rw);
+    const beta = { namespace: 'beta', queue: 'jobs' };
+    assert.deepEqual((await c.ok('queue.list', {})).queues.map((q: { namespace: string }) => q.namespace), ['alpha']);
+    assert.deepEqual((await c.ok('queue.list', { namespace: 'beta' })).queues, []);
+    assert.deepEqual((await c.ok('namespace.list', {})).namespaces.map((n: { namespace: string }) => n.namespace), ['alpha']);
+    for (const [op, args] of [['peek', beta], ['stats', beta], ['dead.list', beta], ['message.get', { ...beta, id: 'm_4' }], ['push', { ...beta, body: 1 }], ['pull', beta], ['dead.replay', beta], ['purge', { ...beta, confirm: 'jobs' }], ['queue.delete', beta], ['subscribe', { namespace: 'beta' }], ['token.create', { access: 'read', namespace: 'beta' }], ['token.create', { access: 'read' }]] as const) {
+      const r = await c.request(op, args);
+      assert.equal(r.ok, false, `${op} on another namespace succeeded`);
+      assert.ok(['forbidden', 'not_found'].includes(r.error!.code), `${op}: ${r.error!.code}`);
+    }
+    // A receipt from the other namespace settles nothing.
+    const { messages } = await admin.ok('pull', { ...beta, leaseMs: 60_000 });
+    assert.equal((await c.ok('ack', { receipt: messages[0].receipt })).ok, false);
+    assert.equal((await c.ok('extend', { receipt: messages[0].receipt })).ok, false);
+    assert.equal((await admin.ok('stats', beta)).counts.leased, 1);
+    // Events from the other namespace never reach it.
+    await c.ok('subscribe', {});
+    await admin.ok('push', { ...beta, body: 'secret' });
+    await admin.ok('push', { namespace: 'alpha', queue: 'jobs', body: 'mine' });
+    await c.waitFor((f) => f.event === 'change' && f.namespace === 'alpha');
+    assert.equal(c.frames.filter((f) => f.event === 'change' && f.namespace !== 'alpha').length, 0);
+    assert.deepEqual((await c.ok('audit.list', { namespace: 'beta' })).entries, []);
+    // Over HTTP: env queues of another project are not found.
+    const mk = await fetch(`${emu.httpUrl}/v1/queues`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}` }, body: JSON.stringify({ project: 'other', environment: 'prod', slug: 'hidden' }) });
+    const id = ((await mk.json()) as { id: string }).id;
+    const h = { authorization: `Bearer ${rw}` };
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}`, { headers: h })).status, 404);
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}/messages`, { method: 'POST', headers: h, body: '{"body":1}' })).status, 404);
+    const list = (await (await fetch(`${emu.httpUrl}/v1/queues`, { headers: h })).json()) as { queues: unknown[] };
+    assert.deepEqual(list.queues, []);
+    await c.close();
+  });
+
+  it('every replay and purge lands in the audit log with its token and count', async () => {
+    const ops = (await admin.ok('token.create', { access: 'readwrite', namespace: 'alpha', name: 'ops-bot' })).token;
+    const c = await RawClient.hello(emu.url, ops);
+    const ref = { namespace: 'alpha', queue: 'jobs' };
+    await c.ok('queue.create', { namespace: 'alpha', queue: 'audited', dialect: 'cache' });
+    const a = { namespace: 'alpha', queue: 'audited' };
+    for (let i = 0; i < 5; i++) await c.ok('push', { ...a, body: i });
+    const { messages } = await c.ok('pull', { ...a, max: 5 });
+    for (const m of messages) await c.ok('nack', { receipt: m.receipt, dead: true });
+    const replayed = await c.ok('dead.replay', { ...a, ids: [messages[0].id, messages[1].id] });
+    assert.equal(replayed.replayed, 2);
+    assert.equal((await admin.ok('dead.replay', { ...a, max: 1 })).replayed, 1);
+    assert.equal((await c.ok('dead.purge', { ...a, ids: [messages[4].id] })).purged, 1);
+    assert.equal((await c.ok('dead.purge', a)).purged, 1);
+    assert.equal((await c.ok('purge', { ...a, confirm: 'audited' })).purged, 3);
+    const mk = await fetch(`${emu.httpUrl}/v1/queues`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}` }, body: JSON.stringify({ project: 'aud', environment: 'e', slug: 'h' }) });
+    const id = ((await mk.json()) as { id: string }).id;
+    await fetch(`${emu.httpUrl}/v1/queues/${id}/messages`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}` }, body: '{"body":1}' });
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}/retry-failed`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}` }, body: '{}' })).status, 200);
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}/purge`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}` }, body: '{"confirm":"h"}' })).status, 200);
+
+    const entries = (await admin.ok('audit.list', { limit: 100 })).entries as { token: string; namespace: string; queue: string; action: string; count: number }[];
+    const mine = entries.filter((e) => e.queue === 'audited').reverse().map((e) => [e.token, e.action, e.count]);
+    assert.deepEqual(mine, [['ops-bot', 'replay', 2], ['admin', 'replay', 1], ['ops-bot', 'purge_dead', 1], ['ops-bot', 'purge_dead', 1], ['ops-bot', 'purge', 3]]);
+    const http = entries.filter((e) => e.namespace === 'aud/e').reverse().map((e) => [e.token, e.action, e.count]);
+    assert.deepEqual(http, [['admin', 'replay', 0], ['admin', 'purge', 1]]);
+    // The audit log names tokens; it never holds a secret.
+    assert.ok(entries.every((e) => e.token !== ops && e.token !== emu.token));
+    void ref;
+    await c.close();
+  });
+
+  it('queue names, namespaces, keys and searches with quotes, unicode and SQL fragments are just names', async () => {
+    const nasty = ["'; DROP TABLE messages; --", 'Robert"); DROP TABLE queues;--', '%', '_', '\\', '1 OR 1=1', '🚀 队列 ñ', 'a/b', '"', "''", 'ＡＢＣ', '\u202e'];
+    const before = (await admin.ok('queue.list', {})).queues.length;
+    for (const [i, name] of nasty.entries()) {
+      await admin.ok('queue.create', { namespace: `ns ${name}`, queue: name, dialect: 'cache' });
+      await admin.ok('push', { namespace: `ns ${name}`, queue: name, body: { name, i }, dedupeKey: name });
+      const again = await admin.ok('push', { namespace: `ns ${name}`, queue: name, body: 'dup', dedupeKey: name });
+      assert.equal(again.deduped, true);
+    }
+    const queues = (await admin.ok('queue.list', {})).queues as { namespace: string; name: string; counts: { ready: number } }[];
+    assert.equal(queues.length, before + nasty.length);
+    for (const [i, name] of nasty.entries()) {
+      const q = queues.find((x) => x.namespace === `ns ${name}` && x.name === name);
+      assert.ok(q, `queue ${JSON.stringify(name)} is missing`);
+      assert.equal(q.counts.ready, 1);
+      const peek = await admin.ok('peek', { namespace: `ns ${name}`, queue: name });
+      assert.deepEqual(peek.messages.map((m: { body: unknown }) => m.body), [{ name, i }]);
+      // Search matches the body's JSON text, where " and \ are escaped; other names are found as typed.
+      if (!/["\\]/.test(name)) assert.equal((await admin.ok('peek', { namespace: `ns ${name}`, queue: name, search: name })).total, 1, name);
+    }
+    // A search for a LIKE wildcard matches only bodies that hold it.
+    assert.equal((await admin.ok('peek', { namespace: 'alpha', queue: 'jobs', search: '%' })).total, 0);
+    assert.equal((await admin.ok('peek', { namespace: 'alpha', queue: 'jobs', search: "' OR 1=1 --" })).total, 0);
+    // Any printable name round-trips.
+    await fc.assert(
+      fc.asyncProperty(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }).filter((s) => !/[\u0000-\u001f]/.test(s) && s.length <= 200), async (name) => {
+        const ns = 'fc-names';
+        await admin.ok('queue.create', { namespace: ns, queue: name, dialect: 'sync', ifNotExists: true });
+        const info = await admin.ok('queue.get', { namespace: ns, queue: name });
+        assert.equal(info.name, name);
+        await admin.ok('queue.delete', { namespace: ns, queue: name });
+      }),
+      { numRuns: 100 },
+    );
+    assert.equal((await emu.engine.store.db.pragma('integrity_check', { simple: true })), 'ok');
+  });
+});
