@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { applyWorkspaceConfig } from '../../emulator/workspace-config';
+import { rejects, startTestEmulator } from './support';
+
+describe('workspace config (quayside.json)', () => {
+  let emu: Awaited<ReturnType<typeof startTestEmulator>>;
+  let dir: string;
+  before(async () => {
+    emu = await startTestEmulator();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-config-'));
+  });
+  after(async () => {
+    await emu.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const write = (name: string, v: unknown) => {
+    const f = path.join(dir, name);
+    fs.writeFileSync(f, typeof v === 'string' ? v : JSON.stringify(v));
+    return f;
+  };
+
+  const config = {
+    cache: [{ namespace: 'app', name: 'emails', visibilitySeconds: 60, maxDeliveries: 3 }],
+    env: [{ project: 'shop', environment: 'dev', slug: 'orders', maxRetries: 5, maxDepth: 100, consumer: { appId: 'worker', maxBatchSize: 20 } }],
+    sync: [{ id: 'jobs', delivery: { maxDeliveries: 4, defaultLeaseMs: 5000 }, limits: { maxMessageAgeMs: 60000 } }],
+  };
+
+  it('creates the declared queues per dialect with their settings and env consumers', async () => {
+    const out = await applyWorkspaceConfig(emu.engine, write('a.json', config));
+    assert.deepEqual(out.map((o) => [o.dialect, o.namespace, o.queue, o.action]), [
+      ['cache', 'app', 'emails', 'created'], ['env', 'shop/dev', 'orders', 'created'], ['sync', 'default', 'jobs', 'created'],
+    ]);
+    const cache = await emu.engine.getQueue({ namespace: 'app', queue: 'emails' });
+    assert.deepEqual([cache.dialect, cache.policy.leaseMs, cache.policy.maxDeliveries], ['cache', 60000, 3]);
+    const env = await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' });
+    assert.deepEqual([env.policy.maxDeliveries, env.policy.maxDepth, env.consumer?.appId, env.consumer?.maxBatchSize], [6, 100, 'worker', 20]);
+    const sync = await emu.engine.getQueue({ namespace: 'default', queue: 'jobs' });
+    assert.deepEqual([sync.policy.maxDeliveries, sync.policy.leaseMs, sync.policy.maxMessageAgeMs], [4, 5000, 60000]);
+  });
+
+  it('is idempotent: applying it again changes nothing; a changed setting updates the queue', async () => {
+    const again = await applyWorkspaceConfig(emu.engine, write('a.json', config));
+    assert.deepEqual(again.map((o) => o.action), ['unchanged', 'unchanged', 'unchanged']);
+    const changed = structuredClone(config);
+    changed.env[0].maxRetries = 1;
+    delete (changed.cache[0] as Record<string, unknown>).visibilitySeconds; // back to the preset
+    const out = await applyWorkspaceConfig(emu.engine, write('b.json', changed));
+    assert.deepEqual(out.map((o) => o.action), ['updated', 'updated', 'unchanged']);
+    assert.equal((await emu.engine.getQueue({ namespace: 'app', queue: 'emails' })).policy.leaseMs, 30000);
+    assert.equal((await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' })).policy.maxDeliveries, 2);
+  });
+
+  it('refuses a bad file with a clear error and changes nothing', async () => {
+    assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('c.json', '{ nope')))).message, /not JSON/);
+    assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('d.json', { sync: [{ id: 'x', delivery: { maxDeliveries: 'three' } }], cache: [{ namespace: 'n', name: 'ok' }] })))).message, /sync\[0\]/);
+    assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('e.json', { queues: [] })))).message, /queues/);
+    assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('f.json', { sync: [{ id: 'emails', tenantId: 'app' }] })))).message, /cache queue/);
+    await assert.rejects(emu.engine.getQueue({ namespace: 'n', queue: 'ok' }), /not found/);
+  });
+});
