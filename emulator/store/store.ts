@@ -86,6 +86,7 @@ export class Store {
 
   constructor(opts: StoreOptions) {
     this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
+    const fresh = this.file !== null && !fs.existsSync(this.file);
     this.db = Store.openDatabase(opts.dataDir, this.file);
     try {
       this.db.pragma('journal_mode = WAL');
@@ -97,7 +98,11 @@ export class Store {
       this.s = this.prepare();
     } catch (e) {
       this.db.close();
-      throw e;
+      const code = String((e as { code?: unknown }).code ?? '');
+      if (!/^SQLITE_(FULL|IOERR|READONLY|CANTOPEN)/.test(code)) throw e;
+      // A file we had just created is removed again, so a failed start leaves the directory as it was.
+      if (fresh && this.file) for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) fs.rmSync(f, { force: true });
+      throw new StoreOpenError('unwritable', `cannot write ${this.file} (${(e as Error).message}, ${code}); is the disk full or read-only?`);
     }
   }
 
@@ -108,6 +113,9 @@ export class Store {
       fs.accessSync(dataDir, fs.constants.W_OK);
     } catch (e) {
       throw new StoreOpenError('unwritable', `the data directory ${dataDir} cannot be written: ${(e as Error).message}`);
+    }
+    if (fs.existsSync(file) && !fs.statSync(file).isFile()) {
+      throw new StoreOpenError('not_quayside', `${file} is not a Quayside database (not a file); move it away or choose another data directory`);
     }
     const existed = fs.existsSync(file) && fs.statSync(file).size > 0;
     if (existed) {
