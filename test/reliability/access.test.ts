@@ -74,7 +74,7 @@ describe('reliability: access', function () {
       req.on('error', reject);
     });
     assert.equal(status, 403, 'an HTTP request with a foreign Host (DNS rebinding)');
-    for (const headers of [{}, { origin: 'vscode-webview://1234abcd' }]) {
+    for (const headers of [{}, { origin: 'vscode-webview://1234abcd' }] as Record<string, string>[]) {
       const c = await RawClient.open(emu.url, headers);
       await c.close();
     }
