@@ -9,7 +9,7 @@ import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..');
 export const DEPS = path.join(ROOT, '.bench-deps');
-export const BUILD = path.join(__dirname, '.build');
+export const BUILD = process.env.BENCH_BUILD_DIR ? path.resolve(process.env.BENCH_BUILD_DIR) : path.join(__dirname, '.build');
 
 /** `require` rooted in .bench-deps, so peers never come from (or leak into) the repo's node_modules. */
 export const depRequire = createRequire(path.join(DEPS, 'node_modules', '.bench-require.js'));

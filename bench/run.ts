@@ -38,7 +38,7 @@ interface Counts {
   depthConsume: number;
 }
 
-const FULL: Counts = { seq: 10_000, inflight: 30_000, batchMsgs: 200_000, consume: 30_000, depthLevels: [1_000, 100_000, 1_000_000], depthConsume: 10_000 };
+const FULL: Counts = { seq: 10_000, inflight: 30_000, batchMsgs: 200_000, consume: 30_000, depthLevels: [1_000, 100_000, 1_000_000], depthConsume: 30_000 };
 const SMOKE_C: Counts = { seq: 300, inflight: 1_000, batchMsgs: 2_000, consume: 1_000, depthLevels: [1_000, 10_000], depthConsume: 500 };
 // Azurite runs a few hundred messages a second and slows to ~20/s with 10,000 queued: smaller
 // counts, and depth capped at 10,000 (100,000 would take hours to preload and drain).
@@ -402,7 +402,7 @@ async function main(): Promise<void> {
     log('start times');
     await startTimes(deep);
     log('scenario 7: Quayside faces');
-    await step('quayside faces', () => runQuaysideFaces({ counts: C, runs: RUNS, record, recordSample, notes, unmeasured }), 20_000);
+    await step('quayside faces', () => runQuaysideFaces({ counts: C, runs: RUNS, smoke: SMOKE, record, recordSample, notes, unmeasured }), 20_000);
   }
 
   clearTimeout(hard);
