@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { drive, killAllChildrenSync, log, makeBody } from './lib';
-import { QuaysideTarget, buildQuayside } from './targets/quayside';
+import { QuaysideTarget, buildQuayside, startCli } from './targets/quayside';
+import { removeTmpDir } from './lib';
 
 interface Node {
   id: number;
@@ -43,6 +44,18 @@ async function main(): Promise<void> {
   const dir = path.join(__dirname, 'results', 'profiles', `${which}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   fs.mkdirSync(dir, { recursive: true });
   buildQuayside();
+  if (which === 'start-deep') {
+    // Fill a data directory with n messages, then profile `quayside start` on it.
+    const fill = new QuaysideTarget();
+    fill.keepData = true;
+    await fill.start();
+    await (await fill.queue('deep')).preload(n);
+    await fill.stop();
+    const s = await startCli({ dataDir: fill.dataDir!, nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir] });
+    log(`quayside start on ${n.toLocaleString()} messages: ${s.startMs.toFixed(0)} ms to listening`);
+    await s.proc.stop('SIGTERM', 15_000);
+    removeTmpDir(fill.dataDir!);
+  } else {
   const t = new QuaysideTarget({ nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir] });
   await t.start();
   try {
@@ -58,6 +71,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await t.stop();
+  }
   }
   const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
   for (const f of files) process.stdout.write(`${path.join(dir, f)}\n${summarize(path.join(dir, f))}\n`);
