@@ -190,6 +190,8 @@ export interface RunConsumerOptions {
   env?: Record<string, unknown>;
   /** A handler's error (default: logged to stderr). */
   onError?: (error: unknown, batch: MessageBatch) => void;
+  /** Aborting it is the same as calling stop(). */
+  signal?: AbortSignal;
   transport?: Transport;
 }
 
@@ -346,18 +348,29 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     throw e;
   }
 
-  return {
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      offReconnect();
-      // Detach first so no new batch comes; then finish what is in hand.
-      if (consumerId) await transport.request('consumer.detach', { consumer: consumerId }).catch(() => {});
-      await Promise.all([...inFlight]);
-      await Promise.all([...background]);
-      offEvent();
-      if (owned) await transport.close();
+  let stopping: Promise<void> | null = null;
+  const running: RunningConsumer = {
+    stop() {
+      stopping ??= stopNow();
+      return stopping;
     },
   };
+  if (opts.signal) {
+    if (opts.signal.aborted) void running.stop();
+    else opts.signal.addEventListener('abort', () => void running.stop(), { once: true });
+  }
+  return running;
+
+  async function stopNow(): Promise<void> {
+    if (stopped) return;
+    stopped = true;
+    offReconnect();
+    // Detach first so no new batch comes; then finish what is in hand.
+    if (consumerId) await transport.request('consumer.detach', { consumer: consumerId }).catch(() => {});
+    await Promise.all([...inFlight]);
+    await Promise.all([...background]);
+    offEvent();
+    if (owned) await transport.close();
+  }
 }
 

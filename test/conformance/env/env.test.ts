@@ -311,6 +311,20 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal(finished, true);
     });
 
+    it('runConsumer stops when its signal aborts', async () => {
+      await createQueue('signal');
+      const ac = new AbortController();
+      const seen: unknown[] = [];
+      await consume({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, 'signal', { maxBatchSize: 1, signal: ac.signal });
+      await env.queue.send('signal', 1);
+      await until(() => seen.length === 1, 'one message');
+      ac.abort();
+      await running[running.length - 1].stop();
+      await env.queue.send('signal', 2);
+      await emu.clock.advance(10 * SECOND);
+      assert.deepEqual(seen, [1]);
+    });
+
     it('env.queue inside the handler sends within the same project and environment', async () => {
       await createQueue('in');
       await createQueue('out');
