@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { startEmulator } from '../../emulator/emulator';
+import { RawClient, dirDigest, ensureBuilt, isFailure, kill9, rssKb, startChild, startOk, tempDir } from './support';
+
+// Resources and faults: a consumer that never reads its socket (backpressure), and data
+// directories that are read-only, full, or hold something that is not a Quayside database.
+
+function mount(args: string[]): string | null {
+  try {
+    execFileSync('mount', args, { stdio: 'pipe' });
+    return null;
+  } catch (e) {
+    return ((e as { stderr?: Buffer }).stderr?.toString() || (e as Error).message).trim();
+  }
+}
+const umount = (dir: string) => {
+  try {
+    execFileSync('umount', [dir], { stdio: 'pipe' });
+  } catch {
+    /* already gone */
+  }
+};
+
+describe('reliability: resources and faults', function () {
+  this.timeout(120_000);
+  before(() => ensureBuilt());
+
+  it('a client that never reads its socket does not grow the emulator without bound (backpressure)', async () => {
+    const emu = await startOk({ memory: true });
+    const hogs: RawClient[] = [];
+    try {
+      const setup = await RawClient.hello(emu.url, emu.token);
+      await setup.ok('queue.create', { namespace: 'bp', queue: 'big', dialect: 'cache' });
+      const body = 'z'.repeat(10 * 1024);
+      await setup.ok('push.batch', { namespace: 'bp', queue: 'big', messages: Array.from({ length: 100 }, (_, i) => ({ body: { i, body } })) });
+      const base = rssKb(emu.pid);
+      let peak = base;
+      const sampler = setInterval(() => (peak = Math.max(peak, rssKb(emu.pid))), 25);
+      const normal = await RawClient.hello(emu.url, emu.token);
+      for (let h = 0; h < 2; h++) {
+        const hog = await RawClient.hello(emu.url, emu.token);
+        await hog.ok('subscribe', {});
+        (hog.ws as unknown as { _socket: import('node:net').Socket })._socket.pause();
+        hogs.push(hog);
+      }
+      // Each peek answers about 1 MiB; each hog asks for 6,000 of them (6 GiB of answers), 50 at a time, and reads none.
+      let peakHalf = 0;
+      for (let round = 0; round < 120; round++) {
+        for (const hog of hogs) for (let i = 0; i < 50; i++) hog.sendRaw(`{"id":${round * 50 + i + 10},"op":"peek","args":{"namespace":"bp","queue":"big","limit":100}}`);
+        await new Promise((r) => setTimeout(r, 20));
+        if (round === 49) peakHalf = peak;
+      }
+      const latencies: number[] = [];
+      try {
+        for (let i = 0; i < 40; i++) {
+          const t = Date.now();
+          // Pushes make change events for the hogs' subscriptions, which are dropped once they lag.
+          assert.equal((await normal.request('push', { namespace: 'bp', queue: 'big', body: 'tick' }, 30_000)).ok, true);
+          latencies.push(Date.now() - t);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      } finally {
+        clearInterval(sampler);
+      }
+      const grewMb = (peak - base) / 1024;
+      const lateMb = (peak - peakHalf) / 1024;
+      console.log(`      RSS ${Math.round(base / 1024)} MiB → ${Math.round(peakHalf / 1024)} MiB after 5 GiB asked → peak ${Math.round(peak / 1024)} MiB after 12 GiB asked (2 clients that read nothing); a normal client's push took at most ${Math.max(...latencies)} ms`);
+      // Bounded: it plateaus (about 250 MiB here); the second half of the unread requests adds (almost) nothing.
+      assert.ok(lateMb < 64, `the emulator kept growing: ${lateMb.toFixed(0)} MiB more for the last 7,000 unread requests`);
+      assert.ok(grewMb < 600, `the emulator grew by ${grewMb.toFixed(0)} MiB for clients that do not read`);
+      assert.ok(Math.max(...latencies) < 5000, 'a normal client was starved');
+      await normal.close();
+      await setup.close();
+    } finally {
+      for (const h of hogs) h.ws.terminate();
+      await kill9(emu);
+    }
+  });
+
+  it('a data directory holding a file that is not a Quayside database: a clear error, and the file is untouched', async () => {
+    const cases: [string, (file: string) => void, RegExp][] = [
+      ['a text file', (f) => fs.writeFileSync(f, 'hello, I am notes.txt\n'.repeat(100)), /not a Quayside database/],
+      ['another program\'s SQLite', (f) => {
+        const db = new Database(f);
+        db.exec('CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER); INSERT INTO accounts VALUES (1, 100);');
+        db.close();
+      }, /another program/],
+      ['a damaged Quayside file', (f) => {
+        const dir = path.dirname(f);
+        const db = new Database(f);
+        db.pragma('application_id = 1364804657');
+        db.exec('CREATE TABLE t (x); ' + Array.from({ length: 200 }, (_, i) => `INSERT INTO t VALUES (randomblob(1000)); CREATE INDEX i${i} ON t(x);`).join(''));
+        db.close();
+        const fd = fs.openSync(f, 'r+');
+        fs.writeSync(fd, Buffer.alloc(8192, 0xab), 0, 8192, 4096 * 3);
+        fs.closeSync(fd);
+        void dir;
+      }, /damaged|cannot open|malformed/],
+    ];
+    for (const [what, make, message] of cases) {
+      const dir = tempDir();
+      make(path.join(dir, 'quayside.db'));
+      const before = dirDigest(dir);
+      const r = await startChild({ dataDir: dir });
+      assert.ok(isFailure(r), `${what}: it started`);
+      assert.equal(r.code, 'data_dir', `${what}: ${r.code} ${r.message}`);
+      assert.match(r.message, message, what);
+      assert.equal(r.exitCode, 2);
+      assert.equal(dirDigest(dir), before, `${what}: the directory was changed`);
+      // The in-process API says the same, with the StoreOpenError's problem.
+      await assert.rejects(startEmulator({ dataDir: dir }), (e: Error & { problem?: string }) => e.name === 'StoreOpenError' && message.test(e.message));
+      assert.equal(dirDigest(dir), before);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a data path that is a file, or whose quayside.db is a directory, gives a clear error', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'plain-file');
+    fs.writeFileSync(file, 'x');
+    const r = await startChild({ dataDir: file });
+    assert.ok(isFailure(r));
+    assert.equal(r.code, 'data_dir');
+    assert.equal(fs.readFileSync(file, 'utf8'), 'x');
+    fs.mkdirSync(path.join(dir, 'd', 'quayside.db'), { recursive: true });
+    const r2 = await startChild({ dataDir: path.join(dir, 'd') });
+    assert.ok(isFailure(r2));
+    assert.equal(r2.code, 'data_dir', `${r2.code}: ${r2.message}`);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a read-only data directory (a read-only bind mount) gives a clear error and touches nothing', async function () {
+    const src = tempDir();
+    const emu = await startEmulator({ dataDir: src });
+    await emu.engine.push({ namespace: 'ro', queue: 'q', body: 1, create: 'cache' });
+    await emu.close();
+    const before = dirDigest(src);
+    const ro = tempDir();
+    let why = mount(['--bind', src, ro]);
+    if (!why) why = mount(['-o', 'remount,bind,ro', ro]);
+    if (why) {
+      umount(ro);
+      // eslint-disable-next-line no-console
+      console.log(`      skipped: cannot make a read-only mount here (${why})`);
+      return this.skip();
+    }
+    try {
+      assert.throws(() => fs.writeFileSync(path.join(ro, 'probe'), 'x'), /EROFS/, 'the mount is not read-only');
+      const r = await startChild({ dataDir: ro });
+      assert.ok(isFailure(r), 'it started on a read-only directory');
+      assert.equal(r.code, 'data_dir');
+      assert.match(r.message, /cannot be written|read-only/);
+      // An empty read-only directory too.
+      const empty = tempDir();
+      const roEmpty = tempDir();
+      assert.equal(mount(['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', roEmpty]), null);
+      try {
+        const r2 = await startChild({ dataDir: roEmpty });
+        assert.ok(isFailure(r2));
+        assert.equal(r2.code, 'data_dir');
+        assert.deepEqual(fs.readdirSync(roEmpty), []);
+      } finally {
+        umount(roEmpty);
+        fs.rmSync(empty, { recursive: true, force: true });
+      }
+    } finally {
+      umount(ro);
+    }
+    assert.equal(dirDigest(src), before, 'the database was changed');
+    fs.rmSync(src, { recursive: true, force: true });
+  });
+
+  it('a full disk (a tiny tmpfs) gives a clear error at start, and a full disk later refuses writes without losing data', async function () {
+    const dir = tempDir();
+    const why = mount(['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir]);
+    if (why) {
+      console.log(`      skipped: cannot mount a small tmpfs here (${why})`);
+      return this.skip();
+    }
+    try {
+      // Fill it so only a few KiB remain: not enough for the schema.
+      fs.writeFileSync(path.join(dir, 'filler'), Buffer.alloc(48 * 1024));
+      const before = fs.readdirSync(dir).sort();
+      const r = await startChild({ dataDir: dir });
+      assert.ok(isFailure(r), 'it started on a full disk');
+      assert.equal(r.code, 'data_dir', `${r.code}: ${r.message}`);
+      assert.match(r.message, /full|space/i);
+      assert.deepEqual(fs.readdirSync(dir).sort(), before, 'it left files behind');
+    } finally {
+      umount(dir);
+    }
+    // Started with room, then the disk fills: writes fail with a coded error, what was answered stays.
+    const dir2 = tempDir();
+    assert.equal(mount(['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir2]), null);
+    try {
+      const emu = await startOk({ dataDir: dir2 });
+      const c = await RawClient.hello(emu.url, emu.token);
+      await c.ok('queue.create', { namespace: 'full', queue: 'q', dialect: 'cache' });
+      let answered = 0;
+      let refused: { code: string; message: string } | undefined;
+      for (let i = 0; i < 400 && !refused; i++) {
+        const r = await c.request('push', { namespace: 'full', queue: 'q', body: 'f'.repeat(8 * 1024) });
+        if (r.ok) answered++;
+        else refused = r.error;
+      }
+      assert.ok(refused, 'the disk never filled');
+      assert.notEqual(refused.code, undefined);
+      assert.match(refused.message, /full/i);
+      // The emulator is still up and reads still work.
+      const s = await c.ok('stats', { namespace: 'full', queue: 'q' });
+      assert.equal(s.counts.ready, answered);
+      await c.close();
+      await kill9(emu);
+      const db = new Database(path.join(dir2, 'quayside.db'), { readonly: true });
+      assert.equal((db.prepare('SELECT count(*) AS n FROM messages').get() as { n: number }).n, answered);
+      assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
+      db.close();
+      console.log(`      full disk: ${answered} pushes answered, then "${refused.code}: ${refused.message.slice(0, 80)}"; all ${answered} kept`);
+    } finally {
+      umount(dir2);
+    }
+  });
+});
