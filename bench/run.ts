@@ -418,8 +418,12 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e) => {
-  log(`bench failed: ${(e as Error).stack ?? e}`);
-  killAllChildrenSync();
-  process.exit(1);
-});
+main().then(
+  // Peers' clients (HTTP agents, Redis connections) can hold the event loop open: exit now.
+  () => process.exit(process.exitCode ?? 0),
+  (e) => {
+    log(`bench failed: ${(e as Error).stack ?? e}`);
+    killAllChildrenSync();
+    process.exit(1);
+  },
+);
