@@ -16,7 +16,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { Connection } from '../emulator/clients/connection';
 import type { QuaysideError } from '../emulator/errors';
-import { ensureBuilt, kill9, startChild, isFailure, tempDir, sleep, type Child } from '../test/reliability/support';
+import { ensureBuilt, kill9, rssKb, startChild, isFailure, tempDir, sleep, type Child } from '../test/reliability/support';
 
 export interface CrashOptions {
   kills: number;
@@ -27,6 +27,10 @@ export interface CrashOptions {
   seed?: number;
   dataDir?: string;
   log?: (line: string) => void;
+  /** Soak mode: no kills; run this long (ms), sampling the emulator's RSS, then kill -9 it once and check. */
+  soakMs?: number;
+  /** A pause (ms) after each push, so consumers can keep up in a long run. */
+  producerPauseMs?: number;
   /** Test hook: changes the file after the last kill, before the check (to prove the check catches damage). */
   tamper?: (db: Database.Database, answered: ReadonlyMap<string, string>) => void;
 }
@@ -62,6 +66,8 @@ export interface CrashFigures {
   integrity: string;
   failures: string[];
   seconds: number;
+  /** Soak mode: RSS samples (KiB), one a second. */
+  rssKb?: number[];
 }
 
 const NS = 'crash';
@@ -175,6 +181,7 @@ export async function runCrashTest(opts: CrashOptions): Promise<CrashFigures> {
         // Not answered: it may or may not be stored. It is never sent again (so a second copy would be a duplicate).
         if (!expected(e)) await sleep(10);
       }
+      if (opts.producerPauseMs) await sleep(opts.producerPauseMs);
     }
     await conn.close();
   };
@@ -272,7 +279,18 @@ export async function runCrashTest(opts: CrashOptions): Promise<CrashFigures> {
   ];
 
   let kills = 0;
+  const rss: number[] = [];
   try {
+    if (opts.soakMs) {
+      const until = Date.now() + opts.soakMs;
+      while (Date.now() < until) {
+        await sleep(Math.min(1000, until - Date.now()));
+        rss.push(rssKb(child!.pid));
+        if (rss.length % 60 === 0) log(`  ${rss.length} s: RSS ${Math.round(rss[rss.length - 1] / 1024)} MiB, ${answered.size} answered pushes, ${f.answeredAcks} answered acks`);
+      }
+      await kill9(child!);
+      child = null;
+    }
     for (; kills < opts.kills; ) {
       await sleep(runMin + rand() * (runMax - runMin));
       for (const [op, n] of Object.entries(inFlight)) if (n > 0) killsDuring[op]++;
@@ -411,6 +429,7 @@ export async function runCrashTest(opts: CrashOptions): Promise<CrashFigures> {
     integrity,
     failures,
     seconds: Math.round((Date.now() - t0) / 100) / 10,
+    ...(opts.soakMs ? { rssKb: rss } : {}),
   };
 }
 
