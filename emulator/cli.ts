@@ -71,6 +71,12 @@ function intFlag(args: Args, name: string): number | undefined {
 
 // ------------------------------------------------------------------ start
 
+const NATIVE_FAILURE = /better_sqlite3\.node|NODE_MODULE_VERSION|invalid ELF|was compiled against|Could not locate the bindings file/i;
+
+function nativeHelp(msg: string): string {
+  return `better-sqlite3 does not load under Node ${process.version} (${msg.split('\n')[0]}). Fix: run \`npm i -D quayside\` in your workspace (it builds for your Node), or point quayside.nodePath at the Node it was built for.`;
+}
+
 async function start(args: Args): Promise<void> {
   const asJson = args.flags.json === true;
   const say = (event: Record<string, unknown>, text: string) => process.stdout.write(asJson ? JSON.stringify(event) + '\n' : text + '\n');
@@ -93,9 +99,7 @@ async function start(args: Args): Promise<void> {
     mod = require('./emulator') as typeof import('./emulator');
   } catch (e) {
     const msg = (e as Error).message;
-    if (/better_sqlite3|better-sqlite3|NODE_MODULE_VERSION|invalid ELF|was compiled against/i.test(msg)) {
-      fail('native_module', `better-sqlite3 does not load under Node ${process.version} (${msg.split('\n')[0]}). Fix: run \`npm i -D quayside\` in your workspace (it builds for your Node), or point quayside.nodePath at the Node it was built for.`);
-    }
+    if (NATIVE_FAILURE.test(msg)) fail('native_module', nativeHelp(msg));
     throw e;
   }
   let emu: Awaited<ReturnType<typeof mod.startEmulator>>;
@@ -109,6 +113,7 @@ async function start(args: Args): Promise<void> {
     });
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { problem?: string };
+    if (NATIVE_FAILURE.test(err.message)) return fail('native_module', nativeHelp(err.message));
     if (err.code === 'EADDRINUSE') return fail('port_in_use', `port ${port} on ${host} is in use; choose another with --port (0 picks a free one)`);
     if (err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') return fail('listen', `cannot listen on ${host}:${port}: ${err.message}`);
     if (err.name === 'StoreOpenError') return fail('data_dir', err.message);

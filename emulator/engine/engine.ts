@@ -61,7 +61,7 @@ export class Engine {
   private pendingEvents = new Map<string, { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }>();
   private jobEvents: { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }[] = [];
   private touched = new Set<number>();
-  private lagSeen = new Map<number, { start: number; depth: number; wait: number }>();
+  private lagSeen = new Map<number, { start: number; depth: number; wait: number; now: number }>();
   private dailyQuota: number | null;
   private timer: NodeJS.Timeout | null = null;
   private timerAt: number | null = null;
@@ -513,6 +513,8 @@ export class Engine {
     const token = crypto.randomInt(1, 2 ** 47);
     const rows = this.store.claim(q.id, max, now, now + leaseMs, token);
     if (rows.length === 0) return [];
+    // The first row claimed is the oldest ready one: its wait is the lag at this instant.
+    this.lagPoint(q.id, q.n_waiting, now - rows[0].visible_at);
     const out = rows.map((r) => ({ ...toView(q, r, now), receipt: receiptOf(r.id, token), leaseUntil: now + leaseMs }));
     this.note(q, 'leased', out.map((m) => m.id));
     return out;
@@ -958,7 +960,17 @@ export class Engine {
 
   // ------------------------------------------------------------------ lag history
 
+  /** Depth and wait seen just before a change (a claim) that the after-commit reading would miss. */
+  private lagBefore = new Map<number, { depth: number; wait: number }>();
+
+  private lagPoint(queueId: number, depth: number, wait: number): void {
+    const p = this.lagBefore.get(queueId);
+    this.lagBefore.set(queueId, { depth: Math.max(depth, p?.depth ?? 0), wait: Math.max(wait, p?.wait ?? 0) });
+  }
+
   private recordLag(): void {
+    const before = this.lagBefore;
+    this.lagBefore = new Map();
     if (this.touched.size === 0) return;
     const now = this.clock.now();
     const start = stepOf(now);
@@ -966,12 +978,14 @@ export class Engine {
       const q = this.store.queueById(id);
       if (!q) continue;
       const oldest = q.n_waiting > 0 ? this.store.oldestReadyAt(id, now) : null;
-      const depth = q.n_waiting;
-      const wait = oldest === null ? 0 : Math.max(0, now - oldest);
+      const seenBefore = before.get(id);
+      const depth = Math.max(q.n_waiting, seenBefore?.depth ?? 0);
+      const wait = Math.max(oldest === null ? 0 : Math.max(0, now - oldest), seenBefore?.wait ?? 0);
       const seen = this.lagSeen.get(id);
-      if (seen && seen.start === start && seen.depth >= depth && seen.wait >= wait) continue;
-      this.store.lagRecord(id, start, depth, wait);
-      this.lagSeen.set(id, { start, depth: Math.max(depth, seen?.start === start ? seen.depth : 0), wait: Math.max(wait, seen?.start === start ? seen.wait : 0) });
+      if (seen && seen.start === start && seen.depth >= depth && seen.wait >= wait && seen.now === q.n_waiting) continue;
+      this.store.lagRecord(id, start, depth, wait, q.n_waiting);
+      const same = seen?.start === start;
+      this.lagSeen.set(id, { start, depth: Math.max(depth, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting });
     }
   }
 
@@ -982,12 +996,12 @@ export class Engine {
     const { before, rows } = this.store.lagSince(q.id, first);
     const byStart = new Map(rows.map((r) => [r.start, r]));
     const out: LagStep[] = [];
-    let carry = before ? before.peak_depth : 0;
+    let carry = before ? before.end_depth : 0;
     for (let s = first; s <= current; s += HALF_HOUR) {
       const r = byStart.get(s);
       if (r) {
         out.push({ start: s, peakDepth: r.peak_depth, maxWaitMs: r.max_wait_ms });
-        carry = r.peak_depth;
+        carry = r.end_depth;
       } else {
         out.push({ start: s, peakDepth: s < q.created_at - HALF_HOUR ? 0 : carry, maxWaitMs: 0 });
       }

@@ -80,6 +80,7 @@ export const MIGRATIONS: string[] = [
     start       INTEGER NOT NULL,
     peak_depth  INTEGER NOT NULL,
     max_wait_ms INTEGER NOT NULL,
+    end_depth   INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (queue_id, start)
   ) WITHOUT ROWID;
 

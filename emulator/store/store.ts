@@ -43,6 +43,13 @@ export interface MessageRow {
   last_error: string | null;
 }
 
+export interface LagRow {
+  start: number;
+  peak_depth: number;
+  max_wait_ms: number;
+  end_depth: number;
+}
+
 export interface NewMessage {
   body: string;
   size: number;
@@ -127,10 +134,8 @@ export class Store {
       if (header.toString('latin1', 0, 16) !== 'SQLite format 3\u0000') {
         throw new StoreOpenError('not_quayside', `${file} is not a Quayside database (not an SQLite file); move it away or choose another data directory`);
       }
-      const appId = header.readUInt32BE(68);
-      if (appId !== APPLICATION_ID) {
-        throw new StoreOpenError('not_quayside', `${file} is an SQLite database of another program, not Quayside's; move it away or choose another data directory`);
-      }
+      // The marker may still sit in the WAL (a kill -9 before any checkpoint), so ask SQLite, read-only.
+      Store.checkExisting(file);
     }
     let db: Database.Database;
     try {
@@ -138,17 +143,33 @@ export class Store {
     } catch (e) {
       throw new StoreOpenError('corrupt', `cannot open ${file}: ${(e as Error).message}`);
     }
-    if (existed) {
-      try {
-        const rows = db.pragma('quick_check') as { quick_check: string }[];
-        const verdict = rows.map((r) => r.quick_check).join('; ');
-        if (verdict !== 'ok') throw new Error(verdict);
-      } catch (e) {
-        db.close();
-        throw new StoreOpenError('corrupt', `${file} is damaged (${(e as Error).message}); restore it from a copy or move it away`);
-      }
-    }
     return db;
+  }
+
+  private static checkExisting(file: string): void {
+    let ro: Database.Database;
+    try {
+      ro = new Database(file, { readonly: true, fileMustExist: true });
+    } catch (e) {
+      throw new StoreOpenError('corrupt', `cannot open ${file}: ${(e as Error).message}`);
+    }
+    try {
+      const appId = ro.pragma('application_id', { simple: true }) as number;
+      if (appId !== APPLICATION_ID) {
+        const tables = (ro.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n;
+        if (appId !== 0 || tables > 0) {
+          throw new StoreOpenError('not_quayside', `${file} is an SQLite database of another program, not Quayside's; move it away or choose another data directory`);
+        }
+      }
+      const rows = ro.pragma('quick_check') as { quick_check: string }[];
+      const verdict = rows.map((r) => r.quick_check).join('; ');
+      if (verdict !== 'ok') throw new StoreOpenError('corrupt', `${file} is damaged (${verdict}); restore it from a copy or move it away`);
+    } catch (e) {
+      if (e instanceof StoreOpenError) throw e;
+      throw new StoreOpenError('corrupt', `${file} is damaged (${(e as Error).message}); restore it from a copy or move it away`);
+    } finally {
+      ro.close();
+    }
   }
 
   private migrate(): void {
@@ -229,9 +250,9 @@ export class Store {
       auditInsert: d.prepare('INSERT INTO audit (at, token, ns, queue, action, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?)'),
 
       lagGet: d.prepare<[number, number], { peak_depth: number; max_wait_ms: number }>('SELECT peak_depth, max_wait_ms FROM lag WHERE queue_id = ? AND start = ?'),
-      lagPut: d.prepare('INSERT INTO lag (queue_id, start, peak_depth, max_wait_ms) VALUES (?, ?, ?, ?) ON CONFLICT (queue_id, start) DO UPDATE SET peak_depth = max(peak_depth, excluded.peak_depth), max_wait_ms = max(max_wait_ms, excluded.max_wait_ms)'),
-      lagRange: d.prepare<[number, number], { start: number; peak_depth: number; max_wait_ms: number }>('SELECT start, peak_depth, max_wait_ms FROM lag WHERE queue_id = ? AND start >= ? ORDER BY start'),
-      lagBefore: d.prepare<[number, number], { start: number; peak_depth: number; max_wait_ms: number }>('SELECT start, peak_depth, max_wait_ms FROM lag WHERE queue_id = ? AND start < ? ORDER BY start DESC LIMIT 1'),
+      lagPut: d.prepare('INSERT INTO lag (queue_id, start, peak_depth, max_wait_ms, end_depth) VALUES (?, ?, ?, ?, ?) ON CONFLICT (queue_id, start) DO UPDATE SET peak_depth = max(peak_depth, excluded.peak_depth), max_wait_ms = max(max_wait_ms, excluded.max_wait_ms), end_depth = excluded.end_depth'),
+      lagRange: d.prepare<[number, number], LagRow>('SELECT start, peak_depth, max_wait_ms, end_depth FROM lag WHERE queue_id = ? AND start >= ? ORDER BY start'),
+      lagBefore: d.prepare<[number, number], LagRow>('SELECT start, peak_depth, max_wait_ms, end_depth FROM lag WHERE queue_id = ? AND start < ? ORDER BY start DESC LIMIT 1'),
       lagSweep: d.prepare('DELETE FROM lag WHERE start < ?'),
 
       tokenGet: d.prepare<[string], { token: string; name: string; access: string; ns: string | null }>('SELECT * FROM tokens WHERE token = ?'),
@@ -519,8 +540,9 @@ export class Store {
     return this.s.lagGet.get(queueId, start) ?? null;
   }
 
-  lagRecord(queueId: number, start: number, depth: number, waitMs: number): void {
-    this.s.lagPut.run(queueId, start, depth, waitMs);
+  /** Raises the step's peaks and records the depth at this moment (carried into quiet steps). */
+  lagRecord(queueId: number, start: number, peakDepth: number, waitMs: number, depthNow: number): void {
+    this.s.lagPut.run(queueId, start, peakDepth, waitMs, depthNow);
   }
 
   lagSince(queueId: number, since: number) {

@@ -1,0 +1,299 @@
+import assert from 'node:assert/strict';
+import { HOUR, DAY, MINUTE, makeEngine, rejects, tempDir } from '../helpers';
+
+// The decisions under DESIGN.md's transition table: dedupe, sizes, quota, capacity, counts,
+// lag history, bad input, persistence.
+
+const ref = { namespace: 'ns', queue: 'q' };
+
+describe('engine: decisions', () => {
+  let t: ReturnType<typeof makeEngine>;
+  afterEach(async () => t && (await t.close()));
+
+  describe('dedupe', () => {
+    it('a dedupe key returns the first id for 1 hour, and not after', async () => {
+      t = makeEngine();
+      const first = await t.engine.push({ ...ref, body: 1, dedupeKey: 'k', create: 'cache' });
+      await t.advance(HOUR - 1);
+      const again = await t.engine.push({ ...ref, body: 2, dedupeKey: 'k' });
+      assert.deepEqual(again, { id: first.id, deduped: true });
+      assert.equal((await t.engine.stats(ref)).counts.ready, 1, 'the repeat enqueued nothing');
+      await t.advance(1);
+      const later = await t.engine.push({ ...ref, body: 3, dedupeKey: 'k' });
+      assert.equal(later.deduped, false);
+      assert.notEqual(later.id, first.id);
+    });
+
+    it('the first push owns the key even after its message is acked', async () => {
+      t = makeEngine();
+      const first = await t.engine.push({ ...ref, body: 1, dedupeKey: 'k', create: 'cache' });
+      const { messages } = await t.engine.pull(ref);
+      await t.engine.ack({ receipt: messages[0].receipt });
+      assert.deepEqual(await t.engine.push({ ...ref, body: 1, dedupeKey: 'k' }), { id: first.id, deduped: true });
+    });
+
+    it('repeats never extend the window', async () => {
+      t = makeEngine();
+      const first = await t.engine.push({ ...ref, body: 1, dedupeKey: 'k', create: 'cache' });
+      await t.advance(50 * MINUTE);
+      await t.engine.push({ ...ref, body: 1, dedupeKey: 'k' });
+      await t.advance(10 * MINUTE);
+      const r = await t.engine.push({ ...ref, body: 1, dedupeKey: 'k' });
+      assert.equal(r.deduped, false, 'the window started at the first push');
+      assert.notEqual(r.id, first.id);
+    });
+
+    it('sync keeps keys for 7 days by default, or for the given TTL', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'sync' });
+      const a = await t.engine.push({ ...ref, body: 1, dedupeKey: 'a' });
+      const b = await t.engine.push({ ...ref, body: 1, dedupeKey: 'b', dedupeTtlMs: 1000 });
+      await t.advance(1000);
+      assert.equal((await t.engine.push({ ...ref, body: 1, dedupeKey: 'b' })).deduped, false);
+      await t.advance(7 * DAY - 1001);
+      assert.deepEqual(await t.engine.push({ ...ref, body: 1, dedupeKey: 'a' }), { id: a.id, deduped: true });
+      assert.notEqual(b.id, a.id);
+    });
+
+    it('in one batch, a repeated key points at the first message', async () => {
+      t = makeEngine();
+      const { results } = await t.engine.pushBatch({ ...ref, create: 'cache', messages: [{ body: 1, dedupeKey: 'x' }, { body: 2 }, { body: 3, dedupeKey: 'x' }] });
+      assert.equal(results[0].deduped, false);
+      assert.deepEqual(results[2], { id: results[0].id, deduped: true });
+      assert.equal((await t.engine.stats(ref)).counts.ready, 2);
+    });
+  });
+
+  describe('sizes', () => {
+    const limits = [['cache', 256 * 1024], ['env', 128 * 1024], ['sync', 131072]] as const;
+    for (const [dialect, limit] of limits) {
+      it(`${dialect}: a body of exactly ${limit} bytes passes and one byte more fails`, async () => {
+        t = makeEngine();
+        await t.engine.createQueue({ ...ref, dialect });
+        const exact = 'x'.repeat(limit - 2); // JSON adds the two quotes
+        await t.engine.push({ ...ref, body: exact });
+        const err = await rejects(t.engine.push({ ...ref, body: exact + 'y' }));
+        assert.equal(err.code, 'payload_too_large');
+        assert.match(err.message, new RegExp(`${limit} bytes`));
+        assert.equal((await t.engine.stats(ref)).counts.ready, 1);
+      });
+    }
+
+    it('the limit counts UTF-8 bytes, not characters', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'env' });
+      const euro = '€'.repeat(Math.floor((128 * 1024 - 2) / 3)); // 3 bytes each
+      await t.engine.push({ ...ref, body: euro });
+      assert.equal((await rejects(t.engine.push({ ...ref, body: euro + '€' }))).code, 'payload_too_large');
+    });
+  });
+
+  describe('free-tier quota', () => {
+    it('1,000 messages a day, then quota_exceeded (429) until 00:00 UTC, then accepted', async () => {
+      t = makeEngine({ dailyQuota: 1000, start: Date.UTC(2026, 0, 5, 22, 0, 0) });
+      const messages = Array.from({ length: 500 }, (_, i) => ({ body: i }));
+      await t.engine.pushBatch({ ...ref, messages, create: 'cache' });
+      await t.engine.pushBatch({ ...ref, messages });
+      const err = await rejects(t.engine.push({ ...ref, body: 'one more' }));
+      assert.equal(err.code, 'quota_exceeded');
+      assert.equal(err.status, 429);
+      assert.equal(err.resetAt, Date.UTC(2026, 0, 6));
+      assert.equal((await t.engine.stats(ref)).counts.ready, 1000);
+      await t.advance(2 * HOUR - 1);
+      assert.equal((await rejects(t.engine.push({ ...ref, body: 'still no' }))).code, 'quota_exceeded');
+      await t.advance(1);
+      assert.equal((await t.engine.push({ ...ref, body: 'new day' })).deduped, false);
+    });
+
+    it('deduped pushes do not use the quota; other dialects are not limited', async () => {
+      t = makeEngine({ dailyQuota: 2 });
+      await t.engine.push({ ...ref, body: 1, dedupeKey: 'k', create: 'cache' });
+      await t.engine.push({ ...ref, body: 1, dedupeKey: 'k' });
+      await t.engine.push({ ...ref, body: 2 });
+      assert.equal((await rejects(t.engine.push({ ...ref, body: 3 }))).code, 'quota_exceeded');
+      await t.engine.createQueue({ namespace: 'ns', queue: 's', dialect: 'sync' });
+      for (let i = 0; i < 5; i++) await t.engine.push({ namespace: 'ns', queue: 's', body: i });
+    });
+
+    it('is off by default', async () => {
+      t = makeEngine();
+      await t.engine.pushBatch({ ...ref, create: 'cache', messages: Array.from({ length: 1000 }, (_, i) => ({ body: i })) });
+      await t.engine.push({ ...ref, body: 'the 1001st' });
+    });
+  });
+
+  describe('capacity', () => {
+    it('maxDepth counts live messages (leased too) and answers queue_full', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'env', policy: { maxDepth: 2 } });
+      await t.engine.push({ ...ref, body: 1 });
+      await t.engine.push({ ...ref, body: 2 });
+      await t.engine.pull(ref);
+      assert.equal((await rejects(t.engine.push({ ...ref, body: 3 }))).code, 'queue_full');
+      assert.equal((await rejects(t.engine.pushBatch({ ...ref, messages: [{ body: 3 }] }))).code, 'queue_full');
+    });
+
+    it('maxBytes counts live bytes', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'env', policy: { maxBytes: 10 } });
+      await t.engine.push({ ...ref, body: '123456' }); // 8 bytes
+      assert.equal((await rejects(t.engine.push({ ...ref, body: 'ab' }))).code, 'queue_full');
+      const { messages } = await t.engine.pull(ref);
+      await t.engine.ack({ receipt: messages[0].receipt });
+      await t.engine.push({ ...ref, body: 'ab' });
+    });
+  });
+
+  describe('bad input changes nothing', () => {
+    it('a batch with one bad message enqueues none', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'cache' });
+      const err = await rejects(t.engine.pushBatch({ ...ref, messages: [{ body: 1 }, { body: 2, delayMs: -5 }] }));
+      assert.equal(err.code, 'invalid_argument');
+      assert.match(err.message, /messages\[1\]\.delayMs/);
+      assert.equal((await t.engine.stats(ref)).counts.depth, 0);
+    });
+
+    for (const [what, args] of [
+      ['NaN delay', { body: 1, delayMs: NaN }],
+      ['Infinity delay', { body: 1, delayMs: Infinity }],
+      ['negative delay', { body: 1, delayMs: -1 }],
+      ['fractional delay', { body: 1, delayMs: 1.5 }],
+      ['string delay', { body: 1, delayMs: '5' }],
+      ['missing body', {}],
+      ['a function body', { body: () => 1 }],
+      ['empty dedupe key', { body: 1, dedupeKey: '' }],
+      ['array attributes', { body: 1, attributes: [1] }],
+    ] as const) {
+      it(`push with ${what} is invalid_argument`, async () => {
+        t = makeEngine();
+        await t.engine.createQueue({ ...ref, dialect: 'cache' });
+        const err = await rejects(t.engine.push({ ...ref, ...(args as object) } as never));
+        assert.equal(err.code, 'invalid_argument');
+        assert.ok(err.message.length > 5);
+        assert.equal((await t.engine.stats(ref)).counts.depth, 0);
+      });
+    }
+
+    it('unknown queues are not_found; a queue in another namespace is not found', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'cache' });
+      assert.equal((await rejects(t.engine.push({ namespace: 'other', queue: 'q', body: 1 }))).code, 'not_found');
+      assert.equal((await rejects(t.engine.pull({ namespace: 'other', queue: 'q' }))).code, 'not_found');
+    });
+
+    it('malformed receipts are invalid_argument; well-formed unknown ones are false', async () => {
+      t = makeEngine();
+      assert.equal((await rejects(t.engine.ack({ receipt: 'nope' }))).code, 'invalid_argument');
+      assert.equal((await rejects(t.engine.ack({ receipt: 42 }))).code, 'invalid_argument');
+      assert.deepEqual(await t.engine.ack({ receipt: 'r_99_123' }), { ok: false });
+    });
+
+    it('pull arguments are range-checked', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'cache' });
+      for (const bad of [{ max: 0 }, { max: 1001 }, { max: NaN }, { leaseMs: -1 }, { leaseMs: Infinity }, { waitMs: -1 }]) {
+        assert.equal((await rejects(t.engine.pull({ ...ref, ...bad }))).code, 'invalid_argument', JSON.stringify(bad));
+      }
+    });
+
+    it('a queue of one dialect cannot be created again as another', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'cache' });
+      assert.equal((await rejects(t.engine.createQueue({ ...ref, dialect: 'env' }))).code, 'conflict');
+      assert.equal((await rejects(t.engine.createQueue({ ...ref, dialect: 'cache' }))).code, 'conflict');
+      assert.equal((await t.engine.createQueue({ ...ref, dialect: 'cache', ifNotExists: true })).name, 'q');
+      assert.equal((await rejects(t.engine.createQueue({ ...ref, dialect: 'cache', policy: { leaseMs: 0 } }))).code, 'invalid_argument');
+    });
+
+    it('policy overrides are checked', async () => {
+      t = makeEngine();
+      for (const policy of [{ leaseMs: 0 }, { maxDeliveries: 1.5 }, { bogus: 1 }, { maxDepth: -1 }]) {
+        assert.equal((await rejects(t.engine.createQueue({ namespace: 'ns', queue: JSON.stringify(policy), dialect: 'cache', policy }))).code, 'invalid_argument');
+      }
+      assert.equal((await t.engine.listQueues()).queues.length, 0);
+    });
+  });
+
+  describe('counts and lag history', () => {
+    it('counts ready, delayed, leased, dead and the oldest ready wait', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'cache' });
+      await t.engine.push({ ...ref, body: 1 });
+      await t.engine.push({ ...ref, body: 2 });
+      await t.engine.push({ ...ref, body: 3, delayMs: 60_000 });
+      await t.engine.push({ ...ref, body: 4 });
+      const { messages } = await t.engine.pull(ref);
+      await t.engine.pull(ref).then(({ messages: [m] }) => t.engine.nack({ receipt: m.receipt, dead: true }));
+      await t.advance(5000);
+      const c = (await t.engine.stats(ref)).counts;
+      assert.deepEqual({ ready: c.ready, delayed: c.delayed, leased: c.leased, dead: c.dead, depth: c.depth }, { ready: 1, delayed: 1, leased: 1, dead: 1, depth: 2 });
+      assert.equal(c.oldestReadyAgeMs, 5000);
+      assert.ok(messages.length === 1);
+    });
+
+    it('lag_history: 48 aligned half-hour steps with peak depth and longest oldest-message wait', async () => {
+      t = makeEngine({ start: Date.UTC(2026, 0, 5, 10, 10, 0) });
+      await t.engine.createQueue({ ...ref, dialect: 'cache' });
+      for (let i = 0; i < 3; i++) await t.engine.push({ ...ref, body: i });
+      await t.advance(10 * MINUTE);
+      const { messages } = await t.engine.pull({ ...ref, max: 3 });
+      for (const m of messages) await t.engine.ack({ receipt: m.receipt });
+      await t.advance(HOUR);
+      const { lagHistory } = await t.engine.stats(ref);
+      assert.equal(lagHistory.length, 48);
+      for (const s of lagHistory) assert.equal(s.start % (30 * MINUTE), 0);
+      const step = lagHistory.find((s) => s.start === Date.UTC(2026, 0, 5, 10, 0, 0))!;
+      assert.equal(step.peakDepth, 3);
+      assert.ok(step.maxWaitMs >= 10 * MINUTE, `longest wait ${step.maxWaitMs}`);
+      assert.equal(lagHistory[lagHistory.length - 1].peakDepth, 0);
+    });
+  });
+
+  it('close and reopen on the same data directory keeps queues, messages, leases, dedupe keys, dead letters and the audit log', async () => {
+    const dir = tempDir();
+    const start = Date.UTC(2026, 0, 5, 10, 0, 0);
+    t = makeEngine({ dataDir: dir, start });
+    await t.engine.createQueue({ ...ref, dialect: 'sync', policy: { maxDeliveries: 3 } });
+    const kept = await t.engine.push({ ...ref, body: { keep: true }, dedupeKey: 'k', attributes: { a: 1 } });
+    const delayed = await t.engine.push({ ...ref, body: 'later', delayMs: 60_000 });
+    await t.engine.push({ ...ref, body: 'leased' });
+    await t.engine.push({ ...ref, body: 'dead' });
+    const pulled = await t.engine.pull({ ...ref, max: 3 });
+    const leased = pulled.messages.find((m) => m.body === 'leased')!;
+    const toDie = pulled.messages.find((m) => m.body === 'dead')!;
+    const back = pulled.messages.find((m) => m.id === kept.id)!;
+    await t.engine.nack({ receipt: back.receipt });
+    await t.engine.nack({ receipt: toDie.receipt, dead: true, error: 'bad' });
+    await t.engine.replay({ ...ref, ids: ['m_999'] });
+    await t.close();
+
+    t = makeEngine({ dataDir: dir, start: start + 1000 });
+    const q = (await t.engine.listQueues()).queues[0];
+    assert.equal(q.name, 'q');
+    assert.equal(q.policy.maxDeliveries, 3);
+    assert.deepEqual({ r: q.counts.ready, d: q.counts.delayed, l: q.counts.leased, x: q.counts.dead }, { r: 1, d: 1, l: 1, x: 1 });
+    assert.deepEqual(await t.engine.push({ ...ref, body: 1, dedupeKey: 'k' }), { id: kept.id, deduped: true });
+    assert.equal((await t.engine.ack({ receipt: leased.receipt })).ok, true, 'the lease and its receipt survived');
+    const dead = await t.engine.deadList(ref);
+    assert.equal(dead.messages[0].lastError, 'bad');
+    assert.equal((await t.engine.getMessage({ ...ref, id: delayed.id })).state, 'delayed');
+    assert.equal((await t.engine.getMessage({ ...ref, id: kept.id })).attributes?.a, 1);
+    assert.equal((await t.engine.auditList({})).entries[0].action, 'replay');
+  });
+
+  it('work that fell due while the emulator was down is applied at start', async () => {
+    const dir = tempDir();
+    const start = Date.UTC(2026, 0, 5, 10, 0, 0);
+    t = makeEngine({ dataDir: dir, start });
+    await t.engine.createQueue({ ...ref, dialect: 'cache', policy: { maxDeliveries: 1 } });
+    const { id } = await t.engine.push({ ...ref, body: 1 });
+    await t.engine.pull({ ...ref, leaseMs: 1000 });
+    await t.close();
+    t = makeEngine({ dataDir: dir, start: start + 5000 });
+    await t.advance(0);
+    const m = await t.engine.getMessage({ ...ref, id });
+    assert.equal(m.state, 'dead');
+    assert.equal(m.deadReason, 'timeout');
+  });
+});
