@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { startEmulator, type Emulator } from '../../emulator/emulator';
+import { Connection } from '../../emulator/clients/connection';
+import type { ChangeEvent, ServerFrame } from '../../emulator/protocol';
+import { rejects } from '../helpers';
+
+/** A raw socket that collects every frame, for tests that need to see the wire. */
+async function raw(url: string) {
+  const ws = new WebSocket(url);
+  const frames: ServerFrame[] = [];
+  const waiters: (() => void)[] = [];
+  ws.on('message', (d) => {
+    frames.push(JSON.parse(d.toString()));
+    for (const w of waiters.splice(0)) w();
+  });
+  await new Promise((r, j) => {
+    ws.once('open', r);
+    ws.once('error', j);
+  });
+  const next = async (pred: (f: ServerFrame) => boolean, ms = 3000): Promise<ServerFrame> => {
+    const end = Date.now() + ms;
+    for (;;) {
+      const i = frames.findIndex(pred);
+      if (i >= 0) return frames.splice(i, 1)[0];
+      if (Date.now() > end) throw new Error('no matching frame arrived');
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+  };
+  return {
+    ws,
+    frames,
+    send: (f: unknown) => ws.send(typeof f === 'string' ? f : JSON.stringify(f)),
+    reply: (id: unknown) => next((f) => 'id' in f && f.id === id),
+    next,
+    close: () => ws.close(),
+  };
+}
+
+describe('server: the WebSocket protocol', () => {
+  let emu: Emulator;
+  let c: Connection;
+  const ref = { namespace: 'p', queue: 'jobs' };
+
+  beforeEach(async () => {
+    emu = await startEmulator({ memory: true, clock: 'virtual' });
+    c = new Connection({ url: emu.url, token: emu.token });
+  });
+  afterEach(async () => {
+    await c.close();
+    await emu.close();
+  });
+
+  it('answers pipelined requests on one connection, each by its id, in order of what they did', async () => {
+    const s = await raw(emu.url);
+    s.send({ id: 1, op: 'hello', args: { version: 1, token: emu.token } });
+    for (let i = 0; i < 50; i++) s.send({ id: 100 + i, op: 'push', args: { ...ref, body: i, create: 'cache' } });
+    s.send({ id: 'peek', op: 'peek', args: { ...ref, limit: 100 } });
+    const hello = await s.reply(1);
+    assert.equal(hello.ok, true);
+    const ids = [];
+    for (let i = 0; i < 50; i++) {
+      const r = await s.reply(100 + i);
+      assert.equal(r.ok, true);
+      ids.push((r as { result: { id: string } }).result.id);
+    }
+    assert.equal(new Set(ids).size, 50);
+    const peek = (await s.reply('peek')) as { ok: true; result: { total: number; messages: { body: number }[] } };
+    assert.equal(peek.result.total, 50, 'the peek sent after the pushes sees all of them');
+    assert.deepEqual(peek.result.messages.map((m) => m.body), Array.from({ length: 50 }, (_, i) => i));
+    s.close();
+  });
+
+  it('a long-poll pull is held by the server and woken by a push', async () => {
+    await c.request('queue.create', { ...ref, dialect: 'cache' });
+    let answered = false;
+    const held = c.request('pull', { ...ref, waitMs: 60_000 }).then((r) => {
+      answered = true;
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(answered, false, 'nothing to deliver yet: the pull is held');
+    const other = new Connection({ url: emu.url, token: emu.token });
+    const { id } = await other.request('push', { ...ref, body: 'wake' });
+    const r = await held;
+    assert.deepEqual(r.messages.map((m) => m.id), [id]);
+    await other.close();
+  });
+
+  it('a long-poll is woken when a delayed message becomes due on the virtual clock', async () => {
+    await c.request('queue.create', { ...ref, dialect: 'cache' });
+    await c.request('push', { ...ref, body: 'later', delayMs: 10_000 });
+    const held = c.request('pull', { ...ref, waitMs: 60_000 });
+    await c.request('clock.advance', { ms: 10_000 });
+    assert.equal((await held).messages[0].body, 'later');
+  });
+
+  it('a long-poll ends empty when its wait passes on the virtual clock, or when cancelled', async () => {
+    await c.request('queue.create', { ...ref, dialect: 'cache' });
+    const held = c.request('pull', { ...ref, waitMs: 5000 });
+    // Sent on the same connection, so the server sees the pull before the advance.
+    await c.request('clock.advance', { ms: 5000 });
+    assert.deepEqual((await held).messages, []);
+    const ac = new AbortController();
+    const cancelled = c.request('pull', { ...ref, waitMs: 60_000 }, { signal: ac.signal });
+    ac.abort();
+    await assert.rejects(cancelled, /abort/i);
+    // The cancelled pull leased nothing: a later push goes to the next pull.
+    await c.request('push', { ...ref, body: 1 });
+    assert.equal((await c.request('pull', ref)).messages.length, 1);
+  });
+
+  it('subscribers receive state changes with counts, for their namespace or queue only', async () => {
+    const events: ChangeEvent[] = [];
+    c.onEvent((e) => e.event === 'change' && events.push(e));
+    const { subscription } = await c.request('subscribe', { namespace: 'p', queue: 'jobs' });
+    const other = new Connection({ url: emu.url, token: emu.token });
+    await other.request('push', { namespace: 'elsewhere', queue: 'jobs', body: 1, create: 'cache' });
+    await other.request('push', { ...ref, body: 1, create: 'cache' });
+    const [m] = (await other.request('pull', ref)).messages;
+    await other.request('nack', { receipt: m.receipt, dead: true });
+    await emu.clock!.advance(0);
+    const kinds = events.map((e) => e.kind);
+    assert.deepEqual(kinds, ['queue_created', 'pushed', 'leased', 'dead']);
+    assert.ok(events.every((e) => e.subscription === subscription && e.namespace === 'p'));
+    assert.deepEqual(events[3].ids, [m.id]);
+    assert.equal(events[3].counts?.dead, 1);
+    await other.close();
+  });
+
+  it('bad frames are answered with codes and the connection stays usable', async () => {
+    const s = await raw(emu.url);
+    s.send('{not json');
+    assert.equal(((await s.next((f) => 'ok' in f && !f.ok)) as { error: { code: string } }).error.code, 'invalid_argument');
+    s.send('[1,2]');
+    assert.match(((await s.next((f) => 'ok' in f && !f.ok)) as { error: { message: string } }).error.message, /object/);
+    s.send({ op: 'push' });
+    assert.match(((await s.next((f) => 'ok' in f && !f.ok)) as { error: { message: string } }).error.message, /id/);
+    s.send({ id: 1, op: 'push', args: ref });
+    assert.equal(((await s.reply(1)) as { error: { code: string } }).error.code, 'unauthorized', 'nothing before hello');
+    s.send({ id: 2, op: 'hello', args: { version: 1, token: 'wrong' } });
+    assert.equal(((await s.reply(2)) as { error: { code: string } }).error.code, 'unauthorized');
+    s.send({ id: 3, op: 'hello', args: { version: 99, token: emu.token } });
+    assert.equal(((await s.reply(3)) as { error: { code: string } }).error.code, 'invalid_argument');
+    s.send({ id: 4, op: 'hello', args: { version: 1, token: emu.token } });
+    assert.equal((await s.reply(4)).ok, true);
+    s.send({ id: 5, op: 'teleport', args: {} });
+    assert.match(((await s.reply(5)) as { error: { message: string } }).error.message, /unknown operation "teleport"/);
+    s.send({ id: 6, op: 'push', args: { ...ref, body: 1, delayMs: 'soon', create: 'cache' } });
+    assert.match(((await s.reply(6)) as { error: { message: string } }).error.message, /delayMs/);
+    s.send({ id: 7, op: 'pull', args: { ...ref, max: -3 } });
+    assert.equal(((await s.reply(7)) as { error: { code: string } }).error.code, 'not_found', 'the queue was never created by the bad push');
+    s.send({ id: 8, op: 'push', args: { ...ref, body: 'ok', create: 'cache' } });
+    assert.equal((await s.reply(8)).ok, true, 'the connection still works');
+    s.close();
+  });
+
+  it('a stale receipt answers ok: false; a receipt that is not one is invalid_argument', async () => {
+    await c.request('push', { ...ref, body: 1, create: 'cache' });
+    const [m] = (await c.request('pull', { ...ref, leaseMs: 1000 })).messages;
+    await emu.clock!.advance(1000);
+    assert.deepEqual(await c.request('ack', { receipt: m.receipt }), { ok: false });
+    assert.equal((await rejects(c.request('ack', { receipt: 'garbage' }))).code, 'invalid_argument');
+  });
+
+  it('clock.advance over the protocol moves the virtual clock', async () => {
+    const before = (await c.request('clock.now', {})).now;
+    const { now } = await c.request('clock.advance', { ms: 1234 });
+    assert.equal(now, before + 1234);
+    assert.equal(emu.clock!.now(), now);
+    assert.equal((await rejects(c.request('clock.advance', { ms: -1 }))).code, 'invalid_argument');
+  });
+
+  it('serves /healthz and Prometheus /metrics on the same port', async () => {
+    await c.request('push', { ...ref, body: 1, create: 'cache' });
+    const health = await fetch(`${emu.httpUrl}/healthz`).then((r) => r.json());
+    assert.equal(health.ok, true);
+    const text = await fetch(`${emu.httpUrl}/metrics`).then((r) => r.text());
+    assert.match(text, /# TYPE quayside_queue_depth gauge/);
+    assert.match(text, /quayside_queue_depth\{namespace="p",queue="jobs",dialect="cache"\} 1/);
+    assert.match(text, /quayside_queue_oldest_ready_age_seconds\{/);
+  });
+});
+
+describe('startEmulator', () => {
+  it('resolves listening on 127.0.0.1 with a free port, a token, and close() frees the port', async () => {
+    const emu = await startEmulator();
+    assert.match(emu.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(emu.httpUrl, emu.url.replace('ws:', 'http:'));
+    assert.ok(emu.token.length > 10);
+    assert.equal(emu.clock, undefined, 'no virtual clock unless asked for');
+    await emu.close();
+    const again = await startEmulator({ port: emu.port });
+    assert.equal(again.port, emu.port);
+    await again.close();
+  });
+
+  it('clock: "virtual" has now() as epoch ms and advance(ms)', async () => {
+    const emu = await startEmulator({ memory: true, clock: 'virtual' });
+    const t0 = emu.clock!.now();
+    assert.equal(typeof t0, 'number');
+    assert.ok(Math.abs(t0 - Date.now()) < 60_000);
+    await emu.clock!.advance(14 * 24 * 3600 * 1000);
+    assert.equal(emu.clock!.now(), t0 + 14 * 24 * 3600 * 1000);
+    await emu.close();
+  });
+});
