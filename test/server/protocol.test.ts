@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { startEmulator, type Emulator } from '../../emulator/emulator';
 import { Connection } from '../../emulator/clients/connection';
-import type { ChangeEvent, ServerFrame } from '../../emulator/protocol';
+import type { ChangeEvent, ResponseFrame, ServerFrame } from '../../emulator/protocol';
 import { rejects } from '../helpers';
 
 /** A raw socket that collects every frame, for tests that need to see the wire. */
@@ -34,7 +34,7 @@ async function raw(url: string) {
     ws,
     frames,
     send: (f: unknown) => ws.send(typeof f === 'string' ? f : JSON.stringify(f)),
-    reply: (id: unknown) => next((f) => 'id' in f && f.id === id),
+    reply: (id: unknown) => next((f) => 'id' in f && f.id === id) as Promise<ResponseFrame>,
     next,
     close: () => ws.close(),
   };
