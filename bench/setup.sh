@@ -2,10 +2,11 @@
 # Installs the bench's peers, idempotently, so `npm run bench` works on a fresh machine:
 #   - npm packages, pinned (their newest releases need Node 22), into .bench-deps/ (gitignored);
 #   - Debian's redis-server via apt, skipped when a redis-server binary is already there;
-#   - pg-boss's PostgreSQL is Debian's `postgresql`, installed only with BENCH_PGBOSS=1 and
+#   - pg-boss and Debian's `postgresql` only with BENCH_PGBOSS=1 (opt-in, not benchmarked yet) and
 #     only if it is missing.
 # The repo's own package.json, lock file and node_modules are never touched.
-# Env: BENCH_SKIP_APT=1 skips apt (a machine without root), BENCH_PGBOSS=0 skips pg-boss.
+# Env: BENCH_SKIP_APT=1 skips apt (a machine without root); BENCH_PGBOSS=1 also installs pg-boss
+# and PostgreSQL (no adapter uses them yet).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS="$PWD/.bench-deps"
@@ -16,7 +17,7 @@ NPM_PKGS=(
   "azurite@3.35.0"
   "@azure/storage-queue@12.30.0"
 )
-if [ "${BENCH_PGBOSS:-1}" != "0" ]; then NPM_PKGS+=("pg-boss@10.4.2"); fi
+if [ "${BENCH_PGBOSS:-0}" != "0" ]; then NPM_PKGS+=("pg-boss@10.4.2"); fi
 
 log() { echo "bench/setup: $*" >&2; }
 
@@ -64,7 +65,7 @@ else
   apt_install redis-server
 fi
 
-if [ "${BENCH_PGBOSS:-1}" != "0" ]; then
+if [ "${BENCH_PGBOSS:-0}" != "0" ]; then
   if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
     log "PostgreSQL already installed ($(ls -d /usr/lib/postgresql/*/ | head -1))"
   else
