@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'forbidden'
   | 'unavailable'
   | 'limit_exceeded'
+  | 'storage_full'
   | 'internal';
 
 export const HTTP_STATUS: Record<ErrorCode, number> = {
@@ -28,6 +29,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   forbidden: 403,
   unavailable: 503,
   limit_exceeded: 429,
+  storage_full: 507,
   internal: 500,
 };
 

@@ -1,4 +1,13 @@
+import { QuaysideError } from '../errors';
 import type { Store } from '../store/store';
+
+/** SQLite's "disk full" becomes a stable code; nothing of the failed transaction was kept. */
+function storageError(e: unknown): unknown {
+  const code = (e as { code?: string })?.code;
+  if (code === 'SQLITE_FULL') return new QuaysideError('storage_full', 'the disk holding the data directory is full; nothing was written');
+  if (code === 'SQLITE_READONLY') return new QuaysideError('storage_full', 'the data directory has become read-only; nothing was written');
+  return e;
+}
 
 interface Job {
   fn: () => unknown;
@@ -63,14 +72,14 @@ export class GroupCommit {
           try {
             results[i] = { ok: true, value: this.store.transaction(jobs[i].fn) };
           } catch (e) {
-            results[i] = { ok: false, value: e };
+            results[i] = { ok: false, value: storageError(e) };
           }
         }
         this.beforeCommit?.();
       });
     } catch (e) {
       committed = false;
-      commitError = e;
+      commitError = storageError(e);
     }
     this.afterCommit?.(committed);
     for (let i = 0; i < jobs.length; i++) {
