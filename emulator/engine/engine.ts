@@ -84,6 +84,9 @@ export class Engine {
 
   // ------------------------------------------------------------------ plumbing
 
+  /** Set by a host that knows whether anyone subscribed; counting is skipped when no one did. */
+  eventsWanted: () => boolean = () => true;
+
   onChange(listener: (e: ChangeBody) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -137,7 +140,7 @@ export class Engine {
     if (this.pendingEvents.size === 0) return;
     const pending = [...this.pendingEvents.values()];
     this.pendingEvents.clear();
-    if (this.listeners.size === 0) return;
+    if (this.listeners.size === 0 || !this.eventsWanted()) return;
     const now = this.clock.now();
     const counts = new Map<number, QueueCounts | null>();
     for (const e of pending) {

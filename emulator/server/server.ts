@@ -48,6 +48,10 @@ export class QuaysideServer {
       this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws));
     });
     this.offChange = this.engine.onChange((e) => this.broadcast(e));
+    this.engine.eventsWanted = () => {
+      for (const s of this.sessions.values()) if (s.subscriptions.size > 0) return true;
+      return false;
+    };
   }
 
   listen(): Promise<{ host: string; port: number }> {
@@ -107,8 +111,20 @@ export class QuaysideServer {
   }
 
   private reply(ws: WebSocket, _s: Session, frame: ResponseFrame): void {
+    // The answers of one commit settle in the same tick: cork the socket so they leave in one write.
+    const sock = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
+    if (sock && !this.corked.has(sock)) {
+      this.corked.add(sock);
+      sock.cork();
+      process.nextTick(() => {
+        this.corked.delete(sock);
+        sock.uncork();
+      });
+    }
     this.send(ws, frame, true);
   }
+
+  private readonly corked = new Set<import('node:net').Socket>();
 
   /** Answers always go out; events are dropped for a connection that does not read (backpressure). */
   private send(ws: WebSocket, frame: ResponseFrame | ServerEvent, essential: boolean): void {
