@@ -698,11 +698,12 @@ export class Engine {
     if (ids === undefined || ids === null) return null;
     if (!Array.isArray(ids)) throw invalid('ids must be an array of message ids');
     if (ids.length > 10000) throw invalid('at most 10000 ids at once');
-    return ids.map((id) => {
+    const out = ids.map((id) => {
       const n = parseMessageId(id);
       if (n === null) throw invalid(`${v.describe(id)} is not a message id`);
       return n;
     });
+    return [...new Set(out)];
   }
 
   replay(args: Ref & { ids?: unknown; max?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ replayed: number }> {
@@ -748,6 +749,7 @@ export class Engine {
   setConsumer(args: Ref & { consumer: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
     return this.op(() => {
       const q = this.queueRow(args, actor);
+      if (q.dialect !== 'env') throw conflict(`queue "${q.name}" is a ${q.dialect} queue; only env queues have consumer apps`);
       const current = this.settings(q).consumer;
       const next = args.consumer === null ? null : mergeConsumer(current, v.obj(args.consumer, 'consumer'));
       this.store.setConsumer(q.id, next ? JSON.stringify(next) : null);

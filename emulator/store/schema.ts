@@ -26,8 +26,10 @@ export const MIGRATIONS: string[] = [
   );
 
   -- state: 0 waiting (ready or delayed by visible_at), 1 leased, 2 dead
+  -- AUTOINCREMENT: an id is never handed out twice, so a dedupe key, a dead-letter id or an audit
+  -- line never comes to name another message after the first is deleted.
   CREATE TABLE messages (
-    id          INTEGER PRIMARY KEY,
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
     queue_id    INTEGER NOT NULL,
     state       INTEGER NOT NULL,
     visible_at  INTEGER NOT NULL,

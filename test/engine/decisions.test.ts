@@ -215,6 +215,28 @@ describe('engine: decisions', () => {
     });
   });
 
+  describe('ids', () => {
+    it('a message id is never handed out again after its message is gone, so a dedupe key keeps naming its own message', async () => {
+      t = makeEngine();
+      const first = await t.engine.push({ ...ref, body: 'first', dedupeKey: 'order-7', create: 'cache' });
+      const [m] = (await t.engine.pull(ref)).messages;
+      await t.engine.ack({ receipt: m.receipt });
+      const second = await t.engine.push({ ...ref, body: 'second' });
+      assert.notEqual(second.id, first.id);
+      assert.deepEqual(await t.engine.push({ ...ref, body: 'again', dedupeKey: 'order-7' }), { id: first.id, deduped: true });
+    });
+
+    it('a repeated id in replay counts once', async () => {
+      t = makeEngine();
+      await t.engine.push({ ...ref, body: 1, create: 'cache' });
+      const [m] = (await t.engine.pull(ref)).messages;
+      await t.engine.nack({ receipt: m.receipt, dead: true });
+      assert.deepEqual(await t.engine.replay({ ...ref, ids: [m.id, m.id] }), { replayed: 1 });
+      const c = (await t.engine.stats(ref)).counts;
+      assert.deepEqual([c.ready, c.dead], [1, 0]);
+    });
+  });
+
   describe('counts and lag history', () => {
     it('counts ready, delayed, leased, dead and the oldest ready wait', async () => {
       t = makeEngine();
