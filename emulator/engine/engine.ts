@@ -5,7 +5,7 @@ import type {
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
 import { LIMITS } from '../protocol';
-import { DEAD, LEASED, Store, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow } from '../store/store';
+import { DEAD, LEASED, Store, type DueRow, type MessageRow, type NewMessage, type QueueRow } from '../store/store';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
 import { ConsumerHub } from './consumers';
@@ -1070,4 +1070,3 @@ function badCursor(c: unknown): never {
   throw invalid(`${v.describe(c)} is not a cursor from an earlier page`);
 }
 
-export { WAITING };
