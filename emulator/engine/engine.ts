@@ -87,6 +87,14 @@ export class Engine {
   /** Set by a host that knows whether anyone subscribed; counting is skipped when no one did. */
   eventsWanted: () => boolean = () => true;
 
+  private readonly clockListeners = new Set<(now: number) => void>();
+
+  /** Called after a virtual clock moved (and its due work was applied). */
+  onClock(listener: (now: number) => void): () => void {
+    this.clockListeners.add(listener);
+    return () => this.clockListeners.delete(listener);
+  }
+
   onChange(listener: (e: ChangeBody) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -952,6 +960,7 @@ export class Engine {
       clock.set(target);
       await this.gc.run(() => this.applyDue());
       await this.settle();
+      for (const l of this.clockListeners) l(clock.now());
       return clock.now();
     };
     const p = (this.advancing ?? Promise.resolve(0)).then(run, run);

@@ -47,7 +47,15 @@ export class QuaysideServer {
       if (this.sessions.size >= LIMITS.maxConnections) return refuse(503, 'Service Unavailable');
       this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws));
     });
-    this.offChange = this.engine.onChange((e) => this.broadcast(e));
+    const offChange = this.engine.onChange((e) => this.broadcast(e));
+    // Subscribers learn that a virtual clock moved, so relative times can follow it.
+    const offClock = this.engine.onClock((now) => {
+      for (const [ws, s] of this.sessions) if (s.subscriptions.size > 0) this.send(ws, { event: 'clock', now }, false);
+    });
+    this.offChange = () => {
+      offChange();
+      offClock();
+    };
     this.engine.eventsWanted = () => {
       for (const s of this.sessions.values()) if (s.subscriptions.size > 0) return true;
       return false;

@@ -166,10 +166,15 @@ describe('server: the WebSocket protocol', () => {
     assert.equal((await rejects(c.request('ack', { receipt: 'garbage' }))).code, 'invalid_argument');
   });
 
-  it('clock.advance over the protocol moves the virtual clock', async () => {
+  it('clock.advance over the protocol moves the virtual clock and tells subscribers', async () => {
+    const clockEvents: number[] = [];
+    c.onEvent((e) => e.event === 'clock' && clockEvents.push(e.now));
+    await c.request('subscribe', {});
     const before = (await c.request('clock.now', {})).now;
     const { now } = await c.request('clock.advance', { ms: 1234 });
     assert.equal(now, before + 1234);
+    await c.request('clock.now', {});
+    assert.deepEqual(clockEvents, [now]);
     assert.equal(emu.clock!.now(), now);
     assert.equal((await rejects(c.request('clock.advance', { ms: -1 }))).code, 'invalid_argument');
   });
