@@ -63,6 +63,8 @@ export class Engine {
   private touched = new Set<number>();
   private lagSeen = new Map<number, { start: number; depth: number; wait: number; now: number }>();
   private dailyQuota: number | null;
+  /** Some namespace has its own quota (set by namespace.configure, now or in an earlier run). */
+  private quotasInUse: boolean;
   private timer: NodeJS.Timeout | null = null;
   private timerAt: number | null = null;
   private lastLagStep: number;
@@ -73,6 +75,7 @@ export class Engine {
     this.store = opts.store;
     this.clock = opts.clock;
     this.dailyQuota = opts.dailyQuota ?? null;
+    this.quotasInUse = this.store.anyQuota();
     this.gc = new GroupCommit(this.store);
     this.gc.beforeCommit = () => this.recordLag();
     this.gc.afterCommit = (ok) => this.afterCommit(ok);
@@ -179,7 +182,9 @@ export class Engine {
   private settings(q: QueueRow): { policy: QueuePolicy; consumer: ConsumerSettings | null } {
     let s = this.policies.get(q.id);
     if (!s) {
-      s = { policy: JSON.parse(q.policy) as QueuePolicy, consumer: q.consumer ? (JSON.parse(q.consumer) as ConsumerSettings) : null };
+      const raw = this.store.queueSettings(q.id);
+      if (!raw) throw notFound(`queue "${q.name}" not found in namespace "${q.ns}"`);
+      s = { policy: JSON.parse(raw.policy) as QueuePolicy, consumer: raw.consumer ? (JSON.parse(raw.consumer) as ConsumerSettings) : null };
       this.policies.set(q.id, s);
     }
     return s;
@@ -312,6 +317,7 @@ export class Engine {
       if (actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}"`);
       const quota = args.dailyQuota === null ? null : v.int(args.dailyQuota, 'dailyQuota', 0, 1e12);
       this.store.setQuota(ns, quota);
+      if (quota !== null) this.quotasInUse = true;
       return { namespace: ns, dailyQuota: quota };
     });
   }
@@ -421,6 +427,8 @@ export class Engine {
   }
 
   private takeQuota(q: QueueRow, n: number, now: number): void {
+    // No quota anywhere (the default): skip the look-up on the push path.
+    if (!this.quotasInUse && (q.dialect !== 'cache' || this.dailyQuota === null)) return;
     const row = this.store.namespace(q.ns);
     const quota = row?.daily_quota ?? (q.dialect === 'cache' ? this.dailyQuota : null);
     if (quota === null || quota === undefined) return;
@@ -904,7 +912,7 @@ export class Engine {
     consider(this.waiters.nextDeadline());
     consider(this.consumers.nextDue());
     // Steps of the lag history roll over for queues that hold messages.
-    if (this.store.listQueues().some((q) => q.n_waiting > 0)) consider(this.lastLagStep + HALF_HOUR);
+    if (this.store.anyWaiting()) consider(this.lastLagStep + HALF_HOUR);
     return t;
   }
 

@@ -16,8 +16,6 @@ export interface QueueRow {
   ns: string;
   name: string;
   dialect: string;
-  policy: string;
-  consumer: string | null;
   created_at: number;
   n_waiting: number;
   n_leased: number;
@@ -191,11 +189,15 @@ export class Store {
       metaGet: d.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
       metaSet: d.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
 
-      queueByName: d.prepare<[string, string], QueueRow>('SELECT * FROM queues WHERE ns = ? AND name = ?'),
-      queueByPubId: d.prepare<[string], QueueRow>('SELECT * FROM queues WHERE pub_id = ?'),
-      queueById: d.prepare<[number], QueueRow>('SELECT * FROM queues WHERE id = ?'),
-      queuesAll: d.prepare<[], QueueRow>('SELECT * FROM queues ORDER BY ns, name'),
-      queuesInNs: d.prepare<[string], QueueRow>('SELECT * FROM queues WHERE ns = ? ORDER BY name'),
+      // Hot look-ups leave the policy text out: the engine parses it once and caches it.
+      queueByName: d.prepare<[string, string], QueueRow>('SELECT id, pub_id, ns, name, dialect, created_at, n_waiting, n_leased, n_dead, live_bytes FROM queues WHERE ns = ? AND name = ?'),
+      queueByPubId: d.prepare<[string], QueueRow>('SELECT id, pub_id, ns, name, dialect, created_at, n_waiting, n_leased, n_dead, live_bytes FROM queues WHERE pub_id = ?'),
+      queueById: d.prepare<[number], QueueRow>('SELECT id, pub_id, ns, name, dialect, created_at, n_waiting, n_leased, n_dead, live_bytes FROM queues WHERE id = ?'),
+      queuesAll: d.prepare<[], QueueRow>('SELECT id, pub_id, ns, name, dialect, created_at, n_waiting, n_leased, n_dead, live_bytes FROM queues ORDER BY ns, name'),
+      queuesInNs: d.prepare<[string], QueueRow>('SELECT id, pub_id, ns, name, dialect, created_at, n_waiting, n_leased, n_dead, live_bytes FROM queues WHERE ns = ? ORDER BY name'),
+      queueSettings: d.prepare<[number], { policy: string; consumer: string | null }>('SELECT policy, consumer FROM queues WHERE id = ?'),
+      anyQuota: d.prepare<[], { n: number }>('SELECT EXISTS (SELECT 1 FROM namespaces WHERE daily_quota IS NOT NULL) AS n'),
+      anyWaiting: d.prepare<[], { n: number }>('SELECT EXISTS (SELECT 1 FROM queues WHERE n_waiting > 0) AS n'),
       queueInsert: d.prepare('INSERT INTO queues (pub_id, ns, name, dialect, policy, consumer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       queuePolicy: d.prepare('UPDATE queues SET policy = ? WHERE id = ?'),
       queueConsumer: d.prepare('UPDATE queues SET consumer = ? WHERE id = ?'),
@@ -299,6 +301,21 @@ export class Store {
 
   queueById(id: number): QueueRow | undefined {
     return this.s.queueById.get(id);
+  }
+
+  /** The queue's policy and consumer settings as stored (JSON text). */
+  queueSettings(queueId: number): { policy: string; consumer: string | null } | undefined {
+    return this.s.queueSettings.get(queueId);
+  }
+
+  /** Has any namespace a quota of its own? */
+  anyQuota(): boolean {
+    return this.s.anyQuota.get()!.n === 1;
+  }
+
+  /** Does any queue hold waiting messages? */
+  anyWaiting(): boolean {
+    return this.s.anyWaiting.get()!.n === 1;
   }
 
   listQueues(ns?: string): QueueRow[] {
