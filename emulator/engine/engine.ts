@@ -145,6 +145,28 @@ export class Engine {
     this.emitEvents();
     for (const id of touched) this.kick(id);
     this.arm();
+    this.scheduleCheckpoint();
+  }
+
+  private checkpointTimer: NodeJS.Timeout | null = null;
+
+  /** A quarter second with no commit: a good moment to checkpoint the WAL. */
+  private scheduleCheckpoint(): void {
+    if (this.closed || !this.store.file) return;
+    if (this.checkpointTimer) this.checkpointTimer.refresh();
+    else {
+      this.checkpointTimer = setTimeout(() => {
+        this.checkpointTimer = null;
+        if (this.closed) return;
+        if (this.gc.pending > 0) return this.scheduleCheckpoint();
+        try {
+          this.store.checkpointIdle();
+        } catch {
+          // A checkpoint that cannot run now (disk full) runs at the next idle moment.
+        }
+      }, 250);
+      this.checkpointTimer.unref?.();
+    }
   }
 
   private emitEvents(): void {
@@ -1074,6 +1096,8 @@ export class Engine {
     this.gc.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
+    this.checkpointTimer = null;
     for (const w of this.waiters.all()) this.waiters.finish(w, []);
     this.listeners.clear();
   }
