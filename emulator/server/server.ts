@@ -18,8 +18,43 @@ export interface ServerOptions {
   log?: (line: string) => void;
 }
 
-/** Above this much unsent data a connection stops being read and change events to it are dropped. */
+/*
+ * Flow control per connection, so that a client that sends faster than it reads cannot make the
+ * emulator hold its answers without bound: at most WINDOW requests of a connection run at once;
+ * while more than CATCH_UP bytes are unsent they run one at a time, and above HIGH_WATER none run,
+ * change events to it are dropped, and the connection is not read until its socket drains. Frames
+ * beyond the window wait, decoded, and count toward the in-flight limit; past WAITING_BYTES of
+ * them the connection is not read either.
+ */
+const WINDOW = 32;
+const CATCH_UP = 1024 * 1024;
 const HIGH_WATER = 8 * 1024 * 1024;
+const WAITING_BYTES = 8 * 1024 * 1024;
+
+interface Flow {
+  /** Decoded frames that arrived over the window, in order, and the size of their text. */
+  waiting: { frame: unknown; bytes: number }[];
+  waitingBytes: number;
+  /** Requests of this connection being worked on now (long-polls and cancels not counted). */
+  running: number;
+  awaitingDrain: boolean;
+}
+
+/** How many of a connection's requests may run at once, given what it has not read yet. */
+function runLimit(ws: WebSocket): number {
+  const unsent = ws.bufferedAmount;
+  return unsent > HIGH_WATER ? 0 : unsent > CATCH_UP ? 1 : WINDOW;
+}
+
+/**
+ * A long-poll waits for a message, and a cancel ends one: neither takes a place in the window
+ * (waiting pulls have their own limit), or a client's held pulls would starve its other requests.
+ */
+function waitsForWork(frame: unknown): boolean {
+  const f = frame as { op?: unknown; args?: { waitMs?: unknown } } | null;
+  if (typeof f !== 'object' || f === null) return false;
+  return f.op === 'cancel' || (f.op === 'pull' && typeof f.args?.waitMs === 'number' && f.args.waitMs > 0);
+}
 
 /** One port: WebSocket protocol, /healthz, /metrics and mounted HTTP routes. */
 export class QuaysideServer {
@@ -80,47 +115,98 @@ export class QuaysideServer {
 
   private onConnection(ws: WebSocket): void {
     const session = new Session((e) => this.send(ws, e, false));
+    const flow: Flow = { waiting: [], waitingBytes: 0, running: 0, awaitingDrain: false };
     this.sessions.set(ws, session);
-    ws.on('message', (data, isBinary) => this.onFrame(ws, session, data, isBinary));
+    this.flows.set(ws, flow);
+    ws.on('message', (data, isBinary) => this.onFrame(ws, session, flow, data, isBinary));
     ws.on('close', () => {
       this.sessions.delete(ws);
+      this.flows.delete(ws);
+      flow.waiting.length = 0;
       endSession(this.engine, session);
     });
     ws.on('error', () => ws.terminate());
   }
 
-  private onFrame(ws: WebSocket, s: Session, data: RawData, isBinary: boolean): void {
+  private readonly flows = new Map<WebSocket, Flow>();
+
+  private onFrame(ws: WebSocket, s: Session, flow: Flow, data: RawData, isBinary: boolean): void {
     const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer).byteLength;
     if (size > LIMITS.maxFrameBytes) {
-      this.reply(ws, s, { id: null, ok: false, error: { code: 'payload_too_large', message: `a frame is at most ${LIMITS.maxFrameBytes} bytes; this one was ${size}` } });
+      this.reply(ws, { id: null, ok: false, error: { code: 'payload_too_large', message: `a frame is at most ${LIMITS.maxFrameBytes} bytes; this one was ${size}` } });
       return;
     }
     if (isBinary) {
-      this.reply(ws, s, { id: null, ok: false, error: { code: 'invalid_argument', message: 'frames are JSON text, not binary' } });
+      this.reply(ws, { id: null, ok: false, error: { code: 'invalid_argument', message: 'frames are JSON text, not binary' } });
       return;
     }
     let frame: unknown;
     try {
       frame = JSON.parse(data.toString());
     } catch (e) {
-      this.reply(ws, s, { id: null, ok: false, error: { code: 'invalid_argument', message: `the frame is not JSON: ${(e as Error).message}` } });
+      this.reply(ws, { id: null, ok: false, error: { code: 'invalid_argument', message: `the frame is not JSON: ${(e as Error).message}` } });
       return;
     }
-    if (s.inFlight >= LIMITS.maxInFlightPerConnection) {
+    if (s.inFlight + flow.waiting.length >= LIMITS.maxInFlightPerConnection) {
       const id = (frame as { id?: unknown })?.id;
-      this.reply(ws, s, { id: typeof id === 'number' || typeof id === 'string' ? id : null, ok: false, error: { code: 'limit_exceeded', message: `at most ${LIMITS.maxInFlightPerConnection} requests in flight per connection` } });
+      this.reply(ws, { id: typeof id === 'number' || typeof id === 'string' ? id : null, ok: false, error: { code: 'limit_exceeded', message: `at most ${LIMITS.maxInFlightPerConnection} requests in flight per connection` } });
       return;
     }
+    if (waitsForWork(frame)) return this.run(ws, s, flow, frame, false);
+    if (flow.waiting.length === 0 && flow.running < runLimit(ws)) return this.run(ws, s, flow, frame, true);
+    // Over the window, or the client owes us reads: the frame waits its turn.
+    flow.waiting.push({ frame, bytes: size });
+    flow.waitingBytes += size;
+    if (flow.waitingBytes > WAITING_BYTES) this.hold(ws, flow);
+  }
+
+  private run(ws: WebSocket, s: Session, flow: Flow, frame: unknown, counted: boolean): void {
     s.inFlight++;
+    if (counted) flow.running++;
     void dispatch(this.engine, s, frame).then((r) => {
       s.inFlight--;
-      this.reply(ws, s, r);
+      if (counted) flow.running--;
+      this.reply(ws, r);
+      this.pump(ws, s, flow);
     });
   }
 
-  private reply(ws: WebSocket, _s: Session, frame: ResponseFrame): void {
+  /** Runs waiting frames as far as the window and the unsent bytes allow; reads again once none wait. */
+  private pump(ws: WebSocket, s: Session, flow: Flow): void {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    while (flow.waiting.length > 0 && flow.running < runLimit(ws)) {
+      const next = flow.waiting.shift()!;
+      flow.waitingBytes -= next.bytes;
+      this.run(ws, s, flow, next.frame, true);
+    }
+    if (ws.bufferedAmount <= HIGH_WATER && flow.waitingBytes <= WAITING_BYTES) {
+      if (!flow.awaitingDrain && ws.isPaused) ws.resume();
+      return;
+    }
+    if (flow.running > 0) return; // the next answer pumps again
+    this.hold(ws, flow);
+    // Unsent bytes still in ws's own queue rather than the socket's: no drain will come, look again.
+    if (!flow.awaitingDrain) setTimeout(() => this.pump(ws, s, flow), 10).unref();
+  }
+
+  /** Stops reading a connection; it reads again from pump(), after a drain or an answer. */
+  private hold(ws: WebSocket, flow: Flow): void {
+    const sock = socketOf(ws);
+    if (!sock) return;
+    // ws.pause(), not the raw socket's: ws resumes a raw socket itself whenever its parser drains.
+    ws.pause();
+    if (flow.awaitingDrain || !sock.writableNeedDrain) return;
+    flow.awaitingDrain = true;
+    sock.once('drain', () => {
+      flow.awaitingDrain = false;
+      const s = this.sessions.get(ws);
+      if (s) this.pump(ws, s, flow);
+    });
+  }
+
+  private reply(ws: WebSocket, frame: ResponseFrame): void {
     // The answers of one commit settle in the same tick: cork the socket so they leave in one write.
-    const sock = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
+    const sock = socketOf(ws);
     if (sock && !this.corked.has(sock)) {
       this.corked.add(sock);
       sock.cork();
@@ -134,20 +220,13 @@ export class QuaysideServer {
 
   private readonly corked = new Set<import('node:net').Socket>();
 
-  /** Answers always go out; events are dropped for a connection that does not read (backpressure). */
+  /** Answers always go out; change events are dropped for a connection that does not read. */
   private send(ws: WebSocket, frame: ResponseFrame | ServerEvent, essential: boolean): void {
     if (ws.readyState !== WebSocket.OPEN) return;
     if (!essential && ws.bufferedAmount > HIGH_WATER && (frame as ServerEvent).event === 'change') return;
     ws.send(JSON.stringify(frame));
-    if (ws.bufferedAmount > HIGH_WATER) this.pause(ws);
-  }
-
-  /** Stops reading a connection until what we owe it has drained. */
-  private pause(ws: WebSocket): void {
-    const sock = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
-    if (!sock || sock.isPaused()) return;
-    sock.pause();
-    sock.once('drain', () => sock.resume());
+    const flow = this.flows.get(ws);
+    if (flow && ws.bufferedAmount > HIGH_WATER) this.hold(ws, flow);
   }
 
   private broadcast(e: ChangeBody): void {
@@ -189,6 +268,11 @@ export class QuaysideServer {
     this.http.closeAllConnections?.();
     await new Promise<void>((r) => this.http.close(() => r()));
   }
+}
+
+/** The TCP socket under a ws connection (ws does not expose it publicly). */
+function socketOf(ws: WebSocket): import('node:net').Socket | undefined {
+  return (ws as unknown as { _socket?: import('node:net').Socket })._socket;
 }
 
 export function json(res: http.ServerResponse, status: number, body: unknown): void {
