@@ -200,7 +200,7 @@ export class Store {
       queuesInNs: d.prepare<[string], QueueRow>('SELECT id, pub_id, ns, name, dialect, created_at, n_waiting, n_leased, n_dead, live_bytes FROM queues WHERE ns = ? ORDER BY name'),
       queueSettings: d.prepare<[number], { policy: string; consumer: string | null }>('SELECT policy, consumer FROM queues WHERE id = ?'),
       anyQuota: d.prepare<[], { n: number }>('SELECT EXISTS (SELECT 1 FROM namespaces WHERE daily_quota IS NOT NULL) AS n'),
-      anyWaiting: d.prepare<[], { n: number }>('SELECT EXISTS (SELECT 1 FROM queues WHERE n_waiting > 0) AS n'),
+      waitingQueues: d.prepare<[], { n: number }>('SELECT count(*) AS n FROM queues WHERE n_waiting > 0'),
       queueInsert: d.prepare('INSERT INTO queues (pub_id, ns, name, dialect, policy, consumer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       queuePolicy: d.prepare('UPDATE queues SET policy = ? WHERE id = ?'),
       queueConsumer: d.prepare('UPDATE queues SET consumer = ? WHERE id = ?'),
@@ -260,6 +260,10 @@ export class Store {
       lagBefore: d.prepare<[number, number], LagRow>('SELECT start, peak_depth, max_wait_ms, end_depth FROM lag WHERE queue_id = ? AND start < ? ORDER BY start DESC LIMIT 1'),
       lagSweep: d.prepare('DELETE FROM lag WHERE start < ?'),
 
+      savepoint: d.prepare('SAVEPOINT op'),
+      release: d.prepare('RELEASE op'),
+      rollbackTo: d.prepare('ROLLBACK TO op'),
+
       tokenGet: d.prepare<[string], { token: string; name: string; access: string; ns: string | null }>('SELECT * FROM tokens WHERE token = ?'),
       tokenPut: d.prepare('INSERT OR REPLACE INTO tokens (token, name, access, ns, created_at) VALUES (?, ?, ?, ?, ?)'),
     };
@@ -267,7 +271,52 @@ export class Store {
 
   /** Runs `fn` in a transaction (a savepoint when one is already open). */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    try {
+      return this.db.transaction(fn)();
+    } catch (e) {
+      // Rolled back (or the commit failed): what the caches learned inside may be gone.
+      this.forgetCached();
+      throw e;
+    }
+  }
+
+  /** Opens a savepoint inside the open transaction: one per operation of a group commit. */
+  savepoint(): void {
+    this.s.savepoint.run();
+  }
+
+  /** Keeps what was done since savepoint(). */
+  releaseSavepoint(): void {
+    this.s.release.run();
+  }
+
+  /** Undoes everything since savepoint(), and closes it. */
+  rollbackSavepoint(): void {
+    this.s.rollbackTo.run();
+    this.s.release.run();
+    this.forgetCached();
+  }
+
+  /**
+   * Queue rows are read on every operation; they are cached here and kept exact by bump(), the one
+   * statement that changes their counts. Anything rolled back clears the cache (and the due floor
+   * is only ever a lower bound, so a rollback cannot make it late).
+   */
+  private readonly queueCache = new Map<number, QueueRow>();
+  private readonly queueIds = new Map<string, number>();
+
+  private cacheQueue(row: QueueRow | undefined): QueueRow | undefined {
+    if (!row) return undefined;
+    this.queueCache.set(row.id, { ...row });
+    this.queueIds.set(`${row.ns}\u0000${row.name}`, row.id);
+    return row;
+  }
+
+  private forgetCached(): void {
+    this.queueCache.clear();
+    this.queueIds.clear();
+    this.dueFloor = undefined;
+    this.waitingQueues = undefined;
   }
 
   close(): void {
@@ -300,7 +349,10 @@ export class Store {
   // ---- queues
 
   queueByName(ns: string, name: string): QueueRow | undefined {
-    return this.s.queueByName.get(ns, name);
+    const id = this.queueIds.get(`${ns}\u0000${name}`);
+    const hit = id === undefined ? undefined : this.queueCache.get(id);
+    // A copy: the caller keeps the counts as they were when it asked.
+    return hit ? { ...hit } : this.cacheQueue(this.s.queueByName.get(ns, name));
   }
 
   queueByPubId(pubId: string): QueueRow | undefined {
@@ -308,7 +360,8 @@ export class Store {
   }
 
   queueById(id: number): QueueRow | undefined {
-    return this.s.queueById.get(id);
+    const hit = this.queueCache.get(id);
+    return hit ? { ...hit } : this.cacheQueue(this.s.queueById.get(id));
   }
 
   /** The queue's policy and consumer settings as stored (JSON text). */
@@ -321,9 +374,13 @@ export class Store {
     return this.s.anyQuota.get()!.n === 1;
   }
 
+  /** How many queues hold waiting messages: counted once, then kept by bump(). undefined: ask SQLite. */
+  private waitingQueues: number | undefined = undefined;
+
   /** Does any queue hold waiting messages? */
   anyWaiting(): boolean {
-    return this.s.anyWaiting.get()!.n === 1;
+    if (this.waitingQueues === undefined) this.waitingQueues = this.s.waitingQueues.get()!.n;
+    return this.waitingQueues > 0;
   }
 
   listQueues(ns?: string): QueueRow[] {
@@ -344,6 +401,10 @@ export class Store {
   }
 
   deleteQueue(queueId: number): void {
+    const cached = this.queueCache.get(queueId);
+    if (cached) this.queueIds.delete(`${cached.ns}\u0000${cached.name}`);
+    this.queueCache.delete(queueId);
+    this.waitingQueues = undefined;
     this.s.queueMessagesDelete.run(queueId);
     this.s.queueDedupeDelete.run(queueId);
     this.s.queueLagDelete.run(queueId);
@@ -351,7 +412,18 @@ export class Store {
   }
 
   private bump(queueId: number, waiting: number, leased: number, dead: number, bytes: number): void {
-    if (waiting || leased || dead || bytes) this.s.queueCounts.run(waiting, leased, dead, bytes, queueId);
+    if (!(waiting || leased || dead || bytes)) return;
+    this.s.queueCounts.run(waiting, leased, dead, bytes, queueId);
+    const cached = this.queueCache.get(queueId);
+    if (!cached) {
+      this.waitingQueues = undefined;
+    } else {
+      if (this.waitingQueues !== undefined && waiting !== 0 && cached.n_waiting > 0 !== cached.n_waiting + waiting > 0) this.waitingQueues += waiting > 0 ? 1 : -1;
+      cached.n_waiting += waiting;
+      cached.n_leased += leased;
+      cached.n_dead += dead;
+      cached.live_bytes += bytes;
+    }
   }
 
   // ---- enqueue
@@ -368,6 +440,7 @@ export class Store {
     let bytes = 0;
     for (const m of items) {
       const id = Number(this.s.insert.run(queueId, m.visibleAt, now, m.expiresAt, m.body, m.size, m.extra).lastInsertRowid);
+      this.noteDue(m.expiresAt);
       if (m.dedupeKey !== null) this.s.dedupePut.run(queueId, m.dedupeKey, id, m.dedupeUntil);
       bytes += m.size;
       ids.push(id);
@@ -380,6 +453,7 @@ export class Store {
 
   claim(queueId: number, max: number, now: number, leaseUntil: number, token: number): MessageRow[] {
     const rows = this.s.claim.all(token, leaseUntil, queueId, now, max);
+    if (rows.length > 0) this.noteDue(leaseUntil);
     if (rows.length > 1) rows.sort((a, b) => a.visible_at - b.visible_at || a.id - b.id);
     this.bump(queueId, -rows.length, rows.length, 0, 0);
     return rows;
@@ -402,6 +476,7 @@ export class Store {
   /** Moves a live message (waiting or leased) to the dead letters. */
   kill(row: { id: number; queue_id: number; state: number; size: number }, now: number, reason: string, error: string | null, deadUntil: number): void {
     this.s.toDead.run(now, reason, error, deadUntil, row.id);
+    this.noteDue(deadUntil);
     this.bump(row.queue_id, row.state === WAITING ? -1 : 0, row.state === LEASED ? -1 : 0, 1, -row.size);
   }
 
@@ -414,17 +489,32 @@ export class Store {
 
   extend(id: number, leaseUntil: number): void {
     this.s.extend.run(leaseUntil, id);
+    this.noteDue(leaseUntil);
   }
 
   // ---- due work
 
-  /** The earliest lease end or expiry across all queues, or null. */
+  /**
+   * A lower bound of the earliest lease end or expiry, known without a query after it was read
+   * once: every statement that sets a lease end or an expiry lowers it, and reading the due rows
+   * (which moves them) makes the next call ask SQLite again. Settling only ever makes the true
+   * minimum later, so a timer armed for the bound may find nothing to do, but is never late.
+   * undefined: unknown, ask SQLite.
+   */
+  private dueFloor: number | null | undefined = undefined;
+
+  private noteDue(t: number | null): void {
+    if (t === null || this.dueFloor === undefined) return;
+    if (this.dueFloor === null || t < this.dueFloor) this.dueFloor = t;
+  }
+
+  /** The earliest lease end or expiry across all queues (or earlier: see dueFloor), or null. */
   nextDue(): number | null {
+    if (this.dueFloor !== undefined) return this.dueFloor;
     const a = this.s.nextLease.get()?.t ?? null;
     const b = this.s.nextExpiry.get()?.t ?? null;
-    if (a === null) return b;
-    if (b === null) return a;
-    return Math.min(a, b);
+    this.dueFloor = a === null ? b : b === null ? a : Math.min(a, b);
+    return this.dueFloor;
   }
 
   nextDelayed(queueId: number, now: number): number | null {
@@ -432,10 +522,12 @@ export class Store {
   }
 
   dueLeases(now: number, limit: number): DueRow[] {
+    this.dueFloor = undefined;
     return this.s.dueLeases.all(now, limit);
   }
 
   dueExpiries(now: number, limit: number): DueRow[] {
+    this.dueFloor = undefined;
     return this.s.dueExpiry.all(now, limit);
   }
 
@@ -450,6 +542,7 @@ export class Store {
     let bytes = 0;
     for (const r of rows) {
       this.s.replay.run(now, expiresAt, r.id);
+      this.noteDue(expiresAt);
       bytes += r.size;
     }
     this.bump(queueId, rows.length, 0, -rows.length, bytes);
