@@ -562,7 +562,7 @@ export class Engine {
   }
 
   /** The leased row a receipt names, if the receipt is still good (strict: its lease has not ended). */
-  private leasedBy(receipt: unknown, actor: Actor): { row: MessageRow; q: QueueRow } | null {
+  private leasedBy(receipt: unknown, actor: Actor): { row: DueRow; q: QueueRow } | null {
     if (typeof receipt !== 'string' || receipt.length === 0) throw invalid('receipt must be a non-empty string');
     const r = parseReceipt(receipt);
     if (!r) throw invalid(`"${receipt.slice(0, 60)}" is not a receipt`);
@@ -577,7 +577,7 @@ export class Engine {
     return this.op(() => {
       const hit = this.leasedBy(args.receipt, actor);
       if (!hit) return { ok: false };
-      this.store.ack(hit.row);
+      this.store.ack([hit.row]);
       this.note(hit.q, 'acked', [messageId(hit.row.id)]);
       return { ok: true };
     });
@@ -588,14 +588,12 @@ export class Engine {
       if (!Array.isArray(args.receipts)) throw invalid('receipts must be an array');
       if (args.receipts.length > LIMITS.maxBatchMessages) throw invalid(`at most ${LIMITS.maxBatchMessages} receipts at once`);
       const hits = args.receipts.map((r) => this.leasedBy(r, actor));
-      let acked = 0;
-      for (const hit of hits) {
-        if (!hit) continue;
-        this.store.ack(hit.row);
-        this.note(hit.q, 'acked', [messageId(hit.row.id)]);
-        acked++;
-      }
-      return { acked, stale: hits.length - acked };
+      // A receipt given twice acks once (the second finds nothing to do: counted stale).
+      const seen = new Set<number>();
+      const good = hits.filter((h): h is NonNullable<typeof h> => h !== null && !seen.has(h.row.id) && seen.add(h.row.id) !== null);
+      this.store.ack(good.map((h) => h.row));
+      for (const hit of good) this.note(hit.q, 'acked', [messageId(hit.row.id)]);
+      return { acked: good.length, stale: hits.length - good.length };
     });
   }
 
@@ -614,7 +612,7 @@ export class Engine {
     });
   }
 
-  private release(q: QueueRow, row: MessageRow | DueRow, o: { delay: number; reason: string | null; error: string | null; toDead: boolean; timeout?: boolean }): void {
+  private release(q: QueueRow, row: DueRow, o: { delay: number; reason: string | null; error: string | null; toDead: boolean; timeout?: boolean }): void {
     const policy = this.policyOf(q);
     const now = this.clock.now();
     const id = messageId(row.id);

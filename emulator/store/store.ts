@@ -222,7 +222,7 @@ export class Store {
          RETURNING *`,
       ),
       // A receipt is good only for its own delivery and only until its lease ends.
-      leasedRow: d.prepare<[number, number, number], MessageRow>('SELECT * FROM messages WHERE id = ? AND state = 1 AND lease_token = ? AND lease_until > ?'),
+      leasedRow: d.prepare<[number, number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE id = ? AND state = 1 AND lease_token = ? AND lease_until > ?'),
       deleteById: d.prepare('DELETE FROM messages WHERE id = ?'),
       requeue: d.prepare('UPDATE messages SET state = 0, visible_at = ?, lease_until = NULL, lease_token = NULL, last_error = COALESCE(?, last_error) WHERE id = ?'),
       toDead: d.prepare('UPDATE messages SET state = 2, lease_until = NULL, lease_token = NULL, dead_at = ?, dead_reason = ?, last_error = COALESCE(?, last_error), expires_at = ? WHERE id = ?'),
@@ -459,13 +459,27 @@ export class Store {
     return rows;
   }
 
-  leased(id: number, token: number, now: number): MessageRow | undefined {
+  leased(id: number, token: number, now: number): DueRow | undefined {
     return this.s.leasedRow.get(id, token, now);
   }
 
-  ack(row: MessageRow): void {
-    this.s.deleteById.run(row.id);
-    this.bump(row.queue_id, 0, -1, 0, -row.size);
+  /** Deletes acked messages; the counts move once per queue. */
+  ack(rows: readonly DueRow[]): void {
+    let queueId = -1;
+    let n = 0;
+    let bytes = 0;
+    for (const row of rows) {
+      if (row.queue_id !== queueId) {
+        if (n > 0) this.bump(queueId, 0, -n, 0, -bytes);
+        queueId = row.queue_id;
+        n = 0;
+        bytes = 0;
+      }
+      this.s.deleteById.run(row.id);
+      n++;
+      bytes += row.size;
+    }
+    if (n > 0) this.bump(queueId, 0, -n, 0, -bytes);
   }
 
   requeue(row: { id: number; queue_id: number }, visibleAt: number, error: string | null): void {

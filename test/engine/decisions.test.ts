@@ -237,6 +237,30 @@ describe('engine: decisions', () => {
     });
   });
 
+  describe('counts', () => {
+    it('a receipt given twice in one ack.batch acks once; the second is stale and the counts stay exact', async () => {
+      t = makeEngine();
+      await t.engine.push({ ...ref, body: 1, create: 'cache' });
+      await t.engine.push({ ...ref, body: 2 });
+      const { messages } = await t.engine.pull({ ...ref, max: 2 });
+      assert.deepEqual(await t.engine.ackBatch({ receipts: [messages[0].receipt, messages[0].receipt, messages[1].receipt] }), { acked: 2, stale: 1 });
+      const c = (await t.engine.stats(ref)).counts;
+      assert.deepEqual([c.ready, c.leased, c.bytes], [0, 0, 0]);
+    });
+
+    it('a push refused in the same group commit as a pull leaves the counts exact', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'cache', policy: { maxDepth: 1 } });
+      await t.engine.push({ ...ref, body: 1 });
+      // Both in one group commit: the pull commits, the batch over maxDepth is refused and rolled back.
+      const [ok, full] = await Promise.allSettled([t.engine.pull(ref), t.engine.pushBatch({ ...ref, messages: [{ body: 2 }, { body: 3 }] })]);
+      assert.equal(ok.status, 'fulfilled');
+      assert.equal(full.status, 'rejected');
+      const c = (await t.engine.stats(ref)).counts;
+      assert.deepEqual([c.ready, c.leased], [0, 1]);
+    });
+  });
+
   describe('counts and lag history', () => {
     it('counts ready, delayed, leased, dead and the oldest ready wait', async () => {
       t = makeEngine();
