@@ -5,7 +5,7 @@ import type {
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
 import { LIMITS } from '../protocol';
-import { DEAD, LEASED, Store, type DueRow, type MessageRow, type NewMessage, type QueueRow } from '../store/store';
+import { DEAD, LEASED, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
 import { ConsumerHub } from './consumers';
@@ -18,7 +18,7 @@ import { Waiters, type Waiter } from './waiters';
 export type ChangeBody = Omit<ChangeEvent, 'event' | 'subscription'>;
 
 export interface EngineOptions {
-  store: Store;
+  store: QueueStore;
   clock: Clock;
   /** Daily message quota per namespace for `cache` queues (the free tier); null = off. */
   dailyQuota?: number | null;
@@ -44,11 +44,11 @@ interface Ref {
 }
 
 /**
- * The queue engine: every transition of DESIGN.md's message model, over a Store, on a Clock.
+ * The queue engine: every transition of DESIGN.md's message model, over a QueueStore (store/boundary.ts), on a Clock.
  * It knows nothing of sockets: callers get promises that settle after commit, and events.
  */
 export class Engine {
-  readonly store: Store;
+  readonly store: QueueStore;
   readonly clock: Clock;
   private readonly gc: GroupCommit;
   private readonly waiters = new Waiters();

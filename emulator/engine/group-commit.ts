@@ -1,5 +1,5 @@
 import { QuaysideError } from '../errors';
-import type { Store } from '../store/store';
+import type { QueueStore } from '../store/boundary';
 
 /** SQLite's "disk full" becomes a stable code; nothing of the failed transaction was kept. */
 function storageError(e: unknown): unknown {
@@ -31,7 +31,7 @@ export class GroupCommit {
   afterCommit: ((ok: boolean) => void) | null = null;
   closed = false;
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: QueueStore) {}
 
   run<T>(fn: () => T): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the emulator is closed'));

@@ -1,5 +1,5 @@
 import type { MessageState, MessageView } from '../protocol';
-import { DEAD, LEASED, type MessageRow, type QueueRow } from '../store/store';
+import { DEAD, LEASED, type MessageRow, type QueueRow } from '../store/boundary';
 
 // Public ids and receipts. A receipt is the row id plus the delivery's lease token: checking it is a
 // primary-key look-up, and a new delivery's token makes every older receipt stale.

@@ -2,70 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './schema';
+import { DEAD, LEASED, WAITING, type AuditRow, type DueRow, type LagRow, type MessageRow, type NamespaceRow, type NewMessage, type QueueRow, type QueueStore, type TokenRow } from './boundary';
 
 // The only module with SQL. Each exported method is one atomic transition of the queue state
 // machine: the engine calls them inside its group-commit transaction and never writes SQL.
 
-export const WAITING = 0;
-export const LEASED = 1;
-export const DEAD = 2;
-
-export interface QueueRow {
-  id: number;
-  pub_id: string;
-  ns: string;
-  name: string;
-  dialect: string;
-  created_at: number;
-  n_waiting: number;
-  n_leased: number;
-  n_dead: number;
-  live_bytes: number;
-}
-
-export interface MessageRow {
-  id: number;
-  queue_id: number;
-  state: number;
-  visible_at: number;
-  lease_until: number | null;
-  lease_token: number | null;
-  attempts: number;
-  enqueued_at: number;
-  expires_at: number | null;
-  body: string;
-  size: number;
-  extra: string | null;
-  dead_at: number | null;
-  dead_reason: string | null;
-  last_error: string | null;
-}
-
-export interface LagRow {
-  start: number;
-  peak_depth: number;
-  max_wait_ms: number;
-  end_depth: number;
-}
-
-export interface NewMessage {
-  body: string;
-  size: number;
-  visibleAt: number;
-  expiresAt: number | null;
-  extra: string | null;
-  dedupeKey: string | null;
-  dedupeUntil: number;
-}
-
-export interface DueRow {
-  id: number;
-  queue_id: number;
-  state: number;
-  attempts: number;
-  lease_until: number | null;
-  size: number;
-}
+export { WAITING, LEASED, DEAD } from './boundary';
+export type { QueueRow, MessageRow, LagRow, NewMessage, DueRow, TokenRow, NamespaceRow, AuditRow, QueueStore } from './boundary';
 
 export type StoreOpenProblem = 'not_quayside' | 'corrupt' | 'newer_version' | 'unwritable';
 
@@ -84,7 +27,8 @@ export interface StoreOptions {
 
 export const DB_FILE = 'quayside.db';
 
-export class Store {
+/** The SQLite implementation of the store boundary (boundary.ts). */
+export class Store implements QueueStore {
   readonly db: Database.Database;
   readonly file: string | null;
   private s: ReturnType<Store['prepare']>;
@@ -338,7 +282,7 @@ export class Store {
     this.s.metaSet.run(key, value);
   }
 
-  getToken(token: string) {
+  getToken(token: string): TokenRow | null {
     return this.s.tokenGet.get(token) ?? null;
   }
 
@@ -632,7 +576,7 @@ export class Store {
 
   // ---- namespaces and quota
 
-  namespace(ns: string) {
+  namespace(ns: string): NamespaceRow | null {
     return this.s.nsGet.get(ns) ?? null;
   }
 
@@ -650,7 +594,7 @@ export class Store {
     this.s.auditInsert.run(at, token, ns, queue, action, count, detail);
   }
 
-  auditList(ns: string | null, queue: string | null, limit: number) {
+  auditList(ns: string | null, queue: string | null, limit: number): AuditRow[] {
     const where: string[] = [];
     const params: (string | number)[] = [];
     if (ns !== null) {
@@ -663,12 +607,12 @@ export class Store {
     }
     params.push(limit);
     const sql = `SELECT * FROM audit ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
-    return this.db.prepare<(string | number)[], { id: number; at: number; token: string; ns: string; queue: string; action: string; count: number; detail: string | null }>(sql).all(...params);
+    return this.db.prepare<(string | number)[], AuditRow>(sql).all(...params);
   }
 
   // ---- lag history
 
-  lagPeek(queueId: number, start: number) {
+  lagPeek(queueId: number, start: number): { peak_depth: number; max_wait_ms: number } | null {
     return this.s.lagGet.get(queueId, start) ?? null;
   }
 
@@ -677,7 +621,7 @@ export class Store {
     this.s.lagPut.run(queueId, start, peakDepth, waitMs, depthNow);
   }
 
-  lagSince(queueId: number, since: number) {
+  lagSince(queueId: number, since: number): { before: LagRow | null; rows: LagRow[] } {
     return { before: this.s.lagBefore.get(queueId, since) ?? null, rows: this.s.lagRange.all(queueId, since) };
   }
 

@@ -5,7 +5,7 @@ import os from 'node:os';
 import fc from 'fast-check';
 import { startEmulator, type Emulator } from '../../emulator/emulator';
 import { READ_OPS } from '../../emulator/protocol';
-import { RawClient, ensureBuilt, kill9, startOk, storeDigest } from './support';
+import { RawClient, ensureBuilt, kill9, startOk, sqliteOf, storeDigest } from './support';
 
 // Access (DESIGN.md "Access"): loopback binding, Origin and Host checks, tokens, read-only vs
 // read-write, namespace scoping, the audit log, and names that are only names.
@@ -104,7 +104,7 @@ describe('reliability: access', function () {
     assert.equal((await c.ok('peek', ref)).messages.length, 3);
     assert.equal((await c.ok('stats', ref)).counts.ready, 3);
     assert.ok(Array.isArray((await c.ok('dead.list', ref)).messages));
-    const before = storeDigest(emu.engine.store.db);
+    const before = storeDigest(sqliteOf(emu));
     const writes: [string, object][] = [
       ['push', { ...ref, body: 1 }], ['push.batch', { ...ref, messages: [{ body: 1 }] }], ['pull', ref], ['ack', { receipt: 'r_1_1' }],
       ['nack', { receipt: 'r_1_1' }], ['extend', { receipt: 'r_1_1' }], ['dead.replay', ref], ['dead.purge', ref], ['purge', { ...ref, confirm: 'jobs' }],
@@ -115,20 +115,20 @@ describe('reliability: access', function () {
       assert.ok(!READ_OPS.has(op as never));
       assert.equal((await c.request(op, args)).error?.code, 'forbidden', op);
     }
-    assert.equal(storeDigest(emu.engine.store.db), before);
+    assert.equal(storeDigest(sqliteOf(emu)), before);
     // The same over HTTP.
     const q = await fetch(`${emu.httpUrl}/v1/queues`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}` }, body: JSON.stringify({ project: 'p', environment: 'e', slug: 'ro' }) });
     const id = ((await q.json()) as { id: string }).id;
     const h = { authorization: `Bearer ${ro}` };
     assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}/messages`, { headers: h })).status, 200);
     assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}`, { headers: h })).status, 200);
-    const d2 = storeDigest(emu.engine.store.db);
+    const d2 = storeDigest(sqliteOf(emu));
     for (const [path, body] of [['messages', { body: 1 }], ['receive', {}], ['retry-failed', {}], ['purge', { confirm: 'ro' }], ['ack', { acks: [] }]] as const) {
       const res = await fetch(`${emu.httpUrl}/v1/queues/${id}/${path}`, { method: 'POST', headers: h, body: JSON.stringify(body) });
       assert.equal(res.status, 403, path);
     }
     assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}`, { method: 'DELETE', headers: h })).status, 403);
-    assert.equal(storeDigest(emu.engine.store.db), d2);
+    assert.equal(storeDigest(sqliteOf(emu)), d2);
     await c.close();
   });
 
@@ -233,6 +233,6 @@ describe('reliability: access', function () {
       }),
       { numRuns: 100 },
     );
-    assert.equal((await emu.engine.store.db.pragma('integrity_check', { simple: true })), 'ok');
+    assert.equal((await sqliteOf(emu).pragma('integrity_check', { simple: true })), 'ok');
   });
 });

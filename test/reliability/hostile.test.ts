@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { startEmulator, type Emulator } from '../../emulator/emulator';
 import { HTTP_STATUS, LIMITS, OP_NAMES } from '../../emulator/protocol';
-import { RawClient, gc, storeDigest, type Frame } from './support';
+import { RawClient, gc, sqliteOf, storeDigest, type Frame } from './support';
 
 // Hostile and broken input: random and malformed frames at the WebSocket protocol and requests at
 // the HTTP API. Each must get an error with a stable code (never `internal`), change nothing in the
@@ -107,7 +107,7 @@ describe('reliability: hostile and broken input', function () {
   let reader: RawClient;
   let watcher: RawClient;
   let envQ: string;
-  const digest = () => storeDigest(emu.engine.store.db);
+  const digest = () => storeDigest(sqliteOf(emu));
 
   before(async () => {
     emu = await startEmulator({ port: 0, memory: true, clock: 'virtual' });

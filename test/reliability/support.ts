@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
 import type Database from 'better-sqlite3';
+import type { Store } from '../../emulator/store/store';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 export const CLI = path.join(ROOT, 'dist', 'emulator', 'cli.js');
@@ -265,4 +266,9 @@ export function gc(): void {
   const vm = require('node:vm') as typeof import('node:vm');
   v8.setFlagsFromString('--expose-gc');
   (vm.runInNewContext('gc') as () => void)();
+}
+
+/** The SQLite database under an in-process emulator (these tests check the SQLite store itself). */
+export function sqliteOf(emu: { engine: { store: unknown } }): Database.Database {
+  return (emu.engine.store as Store).db;
 }
