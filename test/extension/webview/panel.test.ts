@@ -9,14 +9,14 @@ import { startEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
 
 const ROOT = path.resolve(__dirname, '../../..');
-/** Screenshots go to test-results/panel; with QUAYSIDE_SCREENSHOTS=1 also to docs/images (the README's pictures). */
+/**
+ * Screenshots of the harness (fake transport, invented data) go to test-results/panel, to look at
+ * when a test fails. The README's pictures come from scripts/screens-extension.ts instead.
+ */
 async function shot(p: Panel, name: string) {
-  const dirs = [path.join(ROOT, 'test-results/panel')];
-  if (process.env.QUAYSIDE_SCREENSHOTS === '1') dirs.push(path.join(ROOT, 'docs/images'));
-  for (const d of dirs) {
-    mkdirSync(d, { recursive: true });
-    await p.page.screenshot({ path: path.join(d, `panel-${name}.png`) });
-  }
+  const dir = path.join(ROOT, 'test-results/panel');
+  mkdirSync(dir, { recursive: true });
+  await p.page.screenshot({ path: path.join(dir, `panel-${name}.png`) });
 }
 
 const rowCount = (p: Panel, tbody = '#msg-rows') => p.page.locator(`${tbody} tr`).count();
