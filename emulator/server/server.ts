@@ -157,7 +157,9 @@ export class QuaysideServer {
     // Over the window, or the client owes us reads: the frame waits its turn.
     flow.waiting.push({ frame, bytes: size });
     flow.waitingBytes += size;
-    if (flow.waitingBytes > WAITING_BYTES) this.hold(ws, flow);
+    // With nothing running, no answer will come to pump it: pump now (it waits for the drain).
+    if (flow.running === 0) this.pump(ws, s, flow);
+    else if (flow.waitingBytes > WAITING_BYTES) this.hold(ws, flow);
   }
 
   private run(ws: WebSocket, s: Session, flow: Flow, frame: unknown, counted: boolean): void {
