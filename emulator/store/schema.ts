@@ -94,6 +94,41 @@ export const MIGRATIONS: string[] = [
     created_at INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+
+  // 2: message ids come from the store's own allocator (store.ts, allocateMessageId) instead of
+  // AUTOINCREMENT, which read and rewrote sqlite_sequence on every insert (one more page in every
+  // push's commit). The guarantee stays: an id is never handed out twice. meta.message_id_floor
+  // holds the lowest id a restarted emulator may hand out; it starts where sqlite_sequence was.
+  `
+  CREATE TABLE messages_v2 (
+    id          INTEGER PRIMARY KEY,
+    queue_id    INTEGER NOT NULL,
+    state       INTEGER NOT NULL,
+    visible_at  INTEGER NOT NULL,
+    lease_until INTEGER,
+    lease_token INTEGER,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    enqueued_at INTEGER NOT NULL,
+    expires_at  INTEGER,
+    body        TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    extra       TEXT,
+    dead_at     INTEGER,
+    dead_reason TEXT,
+    last_error  TEXT
+  );
+  INSERT INTO messages_v2 (id, queue_id, state, visible_at, lease_until, lease_token, attempts, enqueued_at, expires_at, body, size, extra, dead_at, dead_reason, last_error)
+    SELECT id, queue_id, state, visible_at, lease_until, lease_token, attempts, enqueued_at, expires_at, body, size, extra, dead_at, dead_reason, last_error FROM messages ORDER BY id;
+  INSERT OR REPLACE INTO meta (key, value)
+    SELECT 'message_id_floor', CAST(seq + 1 AS TEXT) FROM sqlite_sequence WHERE name = 'messages';
+  DROP TABLE messages;
+  ALTER TABLE messages_v2 RENAME TO messages;
+  CREATE INDEX msg_ready  ON messages (queue_id, visible_at, id) WHERE state = 0;
+  CREATE INDEX msg_lease  ON messages (lease_until) WHERE state = 1;
+  CREATE INDEX msg_expiry ON messages (expires_at) WHERE expires_at IS NOT NULL;
+  CREATE INDEX msg_queue  ON messages (queue_id, state, id);
+  CREATE INDEX msg_dead   ON messages (queue_id, dead_at, id) WHERE state = 2;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -27,6 +27,9 @@ export interface StoreOptions {
 
 export const DB_FILE = 'quayside.db';
 
+/** Message ids reserved per meta write (see allocateMessageId). */
+const MESSAGE_ID_BLOCK = 1000;
+
 /** The SQLite implementation of the store boundary (boundary.ts). */
 export class Store implements QueueStore {
   readonly db: Database.Database;
@@ -159,7 +162,9 @@ export class Store implements QueueStore {
       dedupePut: d.prepare('INSERT INTO dedupe (queue_id, key, message_id, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (queue_id, key) DO UPDATE SET message_id = excluded.message_id, expires_at = excluded.expires_at'),
       dedupeSweep: d.prepare('DELETE FROM dedupe WHERE expires_at <= ?'),
 
-      insert: d.prepare('INSERT INTO messages (queue_id, state, visible_at, attempts, enqueued_at, expires_at, body, size, extra) VALUES (?, 0, ?, 0, ?, ?, ?, ?, ?)'),
+      insert: d.prepare('INSERT INTO messages (id, queue_id, state, visible_at, attempts, enqueued_at, expires_at, body, size, extra) VALUES (?, ?, 0, ?, 0, ?, ?, ?, ?, ?)'),
+      maxMessageId: d.prepare<[], { n: number | null }>('SELECT max(id) AS n FROM messages'),
+      maxDedupedId: d.prepare<[], { n: number | null }>('SELECT max(message_id) AS n FROM dedupe'),
 
       claim: d.prepare<[number, number, number, number, number], MessageRow>(
         `UPDATE messages SET state = 1, attempts = attempts + 1, lease_token = ?, lease_until = ?
@@ -262,6 +267,8 @@ export class Store implements QueueStore {
     this.queueIds.clear();
     this.dueFloor = undefined;
     this.waitingQueues = undefined;
+    // A rolled-back block reservation is gone from meta: read the floor again before the next id.
+    this.nextMessageId = undefined;
   }
 
   close(): void {
@@ -379,12 +386,39 @@ export class Store implements QueueStore {
     return row && row.expires_at > now ? row.message_id : null;
   }
 
+  /**
+   * Message ids are never handed out twice, so a dedupe key, a dead letter's id or an audit line
+   * never comes to name another message. Ids are given in blocks: meta.message_id_floor, written
+   * in the same transaction as the first id of each block, is above every id handed out, and a
+   * restarted store starts there (or above the highest id it still holds). One meta write per
+   * block instead of AUTOINCREMENT's sqlite_sequence update per insert.
+   */
+  private nextMessageId: number | undefined = undefined;
+  private idsReservedBelow = 0;
+
+  private allocateMessageId(): number {
+    if (this.nextMessageId === undefined) {
+      const floor = Number(this.getMeta('message_id_floor') ?? 1);
+      const held = (this.s.maxMessageId.get()!.n ?? 0) + 1;
+      const named = (this.s.maxDedupedId.get()!.n ?? 0) + 1;
+      this.nextMessageId = Math.max(floor, held, named);
+      this.idsReservedBelow = floor;
+    }
+    const id = this.nextMessageId++;
+    if (id >= this.idsReservedBelow) {
+      this.idsReservedBelow = id + MESSAGE_ID_BLOCK;
+      this.setMeta('message_id_floor', String(this.idsReservedBelow));
+    }
+    return id;
+  }
+
   /** Inserts messages (dedupe already checked by the caller in the same transaction). */
   enqueue(queueId: number, items: NewMessage[], now: number): number[] {
     const ids: number[] = [];
     let bytes = 0;
     for (const m of items) {
-      const id = Number(this.s.insert.run(queueId, m.visibleAt, now, m.expiresAt, m.body, m.size, m.extra).lastInsertRowid);
+      const id = this.allocateMessageId();
+      this.s.insert.run(id, queueId, m.visibleAt, now, m.expiresAt, m.body, m.size, m.extra);
       this.noteDue(m.expiresAt);
       if (m.dedupeKey !== null) this.s.dedupePut.run(queueId, m.dedupeKey, id, m.dedupeUntil);
       bytes += m.size;

@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { HOUR, DAY, MINUTE, makeEngine, rejects, tempDir } from '../helpers';
+import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from '../../emulator/store/schema';
+import { DB_FILE } from '../../emulator/store/store';
 
 // The decisions under DESIGN.md's transition table: dedupe, sizes, quota, capacity, counts,
 // lag history, bad input, persistence.
@@ -224,6 +229,63 @@ describe('engine: decisions', () => {
       const second = await t.engine.push({ ...ref, body: 'second' });
       assert.notEqual(second.id, first.id);
       assert.deepEqual(await t.engine.push({ ...ref, body: 'again', dedupeKey: 'order-7' }), { id: first.id, deduped: true });
+    });
+
+    it('ids stay unique across restarts even when the newest messages were acked before the stop', async () => {
+      const dir = tempDir();
+      try {
+        t = makeEngine({ dataDir: dir });
+        const seen = new Set<string>();
+        for (let round = 0; round < 3; round++) {
+          // Push, ack the newest (so the highest ids are gone from the table), stop, start again.
+          for (let i = 0; i < 5; i++) seen.add((await t.engine.push({ ...ref, body: i, create: 'cache' })).id);
+          const { messages } = await t.engine.pull({ ...ref, max: 5 });
+          await t.engine.ackBatch({ receipts: messages.map((m) => m.receipt) });
+          await t.close();
+          t = makeEngine({ dataDir: dir });
+        }
+        const next = (await t.engine.push({ ...ref, body: 'after' })).id;
+        assert.equal(seen.has(next), false, `${next} was handed out before`);
+        assert.equal(seen.size, 15);
+        assert.ok(Number(next.slice(2)) > Math.max(...[...seen].map((id) => Number(id.slice(2)))));
+      } finally {
+        await t.close();
+        t = null as never;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('a schema-1 database (AUTOINCREMENT ids) migrates, keeps its messages and ids, and never hands out an old id', async () => {
+      const dir = tempDir();
+      try {
+        const file = path.join(dir, DB_FILE);
+        const db = new Database(file);
+        db.pragma('journal_mode = WAL');
+        db.exec(MIGRATIONS[0]);
+        db.pragma(`application_id = ${APPLICATION_ID}`);
+        db.pragma('user_version = 1');
+        db.prepare("INSERT INTO queues (id, pub_id, ns, name, dialect, policy, created_at, n_waiting, live_bytes) VALUES (1, 'q_old', 'ns', 'q', 'cache', '{}', 0, 1, 1)").run();
+        const ins = db.prepare("INSERT INTO messages (queue_id, state, visible_at, enqueued_at, body, size) VALUES (1, 0, 0, 0, ?, 1)");
+        for (let i = 1; i <= 40; i++) ins.run(String(i));
+        // The newest 39 were acked: only id 1 is left, but ids up to 40 were handed out.
+        db.prepare('DELETE FROM messages WHERE id > 1').run();
+        db.close();
+        t = makeEngine({ dataDir: dir });
+        const old = await t.engine.peek(ref);
+        assert.deepEqual(old.messages.map((m) => [m.id, m.body]), [['m_1', 1]]);
+        const id = Number((await t.engine.push({ ...ref, body: 'new' })).id.slice(2));
+        assert.ok(id > 40, `id ${id} may have been handed out before the migration`);
+        const check = new Database(file, { readonly: true });
+        assert.equal(check.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+        const sql = (check.prepare("SELECT sql FROM sqlite_master WHERE name = 'messages'").get() as { sql: string }).sql;
+        assert.doesNotMatch(sql, /AUTOINCREMENT/);
+        assert.equal((check.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' AND name LIKE 'msg_%'").get() as { n: number }).n, 5);
+        check.close();
+      } finally {
+        await t.close();
+        t = null as never;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it('a repeated id in replay counts once', async () => {
