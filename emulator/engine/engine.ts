@@ -589,8 +589,13 @@ export class Engine {
       if (args.receipts.length > LIMITS.maxBatchMessages) throw invalid(`at most ${LIMITS.maxBatchMessages} receipts at once`);
       const hits = args.receipts.map((r) => this.leasedBy(r, actor));
       // A receipt given twice acks once (the second finds nothing to do: counted stale).
+      const good: NonNullable<(typeof hits)[number]>[] = [];
       const seen = new Set<number>();
-      const good = hits.filter((h): h is NonNullable<typeof h> => h !== null && !seen.has(h.row.id) && seen.add(h.row.id) !== null);
+      for (const h of hits) {
+        if (!h || seen.has(h.row.id)) continue;
+        seen.add(h.row.id);
+        good.push(h);
+      }
       this.store.ack(good.map((h) => h.row));
       for (const hit of good) this.note(hit.q, 'acked', [messageId(hit.row.id)]);
       return { acked: good.length, stale: hits.length - good.length };
