@@ -61,7 +61,15 @@ export class Engine {
   private pendingEvents = new Map<string, { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }>();
   private jobEvents: { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }[] = [];
   private touched = new Set<number>();
-  private lagSeen = new Map<number, { start: number; depth: number; wait: number; now: number }>();
+  private lagSeen = new Map<number, LagSeen>();
+  /**
+   * Lag records not written yet: a queue's row is written at most once a second (of the engine's
+   * clock), not in every commit, which saves a page write per commit. What waits here is written
+   * when its step ends, when the engine is idle, before stats reads the history, and at close; a
+   * kill -9 loses at most the last second of the chart, never a message.
+   */
+  private lagUnwritten = new Map<number, LagSeen>();
+  private lagWrittenAt = new Map<number, number>();
   private dailyQuota: number | null;
   /** Some namespace has its own quota (set by namespace.configure, now or in an earlier run). */
   private quotasInUse: boolean;
@@ -160,6 +168,7 @@ export class Engine {
         if (this.closed) return;
         if (this.gc.pending > 0) return this.scheduleCheckpoint();
         try {
+          if (this.lagUnwritten.size > 0) this.store.transaction(() => this.writeAllLag());
           this.store.checkpointIdle();
         } catch {
           // A checkpoint that cannot run now (disk full) runs at the next idle moment.
@@ -286,6 +295,8 @@ export class Engine {
       this.store.audit(this.clock.now(), actor.name, q.ns, q.name, 'delete_queue', q.n_waiting + q.n_leased + q.n_dead, null);
       this.policies.delete(q.id);
       this.delayedAt.delete(q.id);
+      this.lagUnwritten.delete(q.id);
+      this.lagSeen.delete(q.id);
       this.waiters.dropQueue(q.id);
       this.consumers.dropQueue(q.id);
       this.note(q, 'queue_deleted', []);
@@ -712,6 +723,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const now = this.clock.now();
+      this.writeLag(q.id);
       return { counts: this.countsOf(q, now), lagHistory: this.lagHistory(q, now), now };
     });
   }
@@ -1035,10 +1047,32 @@ export class Engine {
       const wait = Math.max(oldest === null ? 0 : Math.max(0, now - oldest), seenBefore?.wait ?? 0);
       const seen = this.lagSeen.get(id);
       if (seen && seen.start === start && seen.depth >= depth && seen.wait >= wait && seen.now === q.n_waiting) continue;
-      this.store.lagRecord(id, start, depth, wait, q.n_waiting);
       const same = seen?.start === start;
-      this.lagSeen.set(id, { start, depth: Math.max(depth, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting });
+      const next = { start, depth: Math.max(depth, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting };
+      this.lagSeen.set(id, next);
+      // A step that ended keeps what it saw.
+      if (!same) this.writeLag(id);
+      if (now - (this.lagWrittenAt.get(id) ?? -Infinity) >= LAG_WRITE_EVERY_MS) {
+        this.store.lagRecord(id, next.start, next.depth, next.wait, next.now);
+        this.lagWrittenAt.set(id, now);
+        this.lagUnwritten.delete(id);
+      } else {
+        this.lagUnwritten.set(id, next);
+      }
     }
+  }
+
+  /** Writes a queue's unwritten lag record (inside a transaction). */
+  private writeLag(id: number): void {
+    const r = this.lagUnwritten.get(id);
+    if (!r) return;
+    this.lagUnwritten.delete(id);
+    if (this.store.queueById(id)) this.store.lagRecord(id, r.start, r.depth, r.wait, r.now);
+  }
+
+  /** Writes every unwritten lag record (inside a transaction). */
+  private writeAllLag(): void {
+    for (const id of [...this.lagUnwritten.keys()]) this.writeLag(id);
   }
 
   /** 48 aligned half-hour steps ending with the current one; a step with no record carries the last depth on. */
@@ -1097,6 +1131,11 @@ export class Engine {
     await this.gc.idle();
     this.closed = true;
     this.gc.closed = true;
+    try {
+      if (this.lagUnwritten.size > 0) this.store.transaction(() => this.writeAllLag());
+    } catch {
+      // Disk full at close: the chart misses its last second, nothing else.
+    }
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
@@ -1105,6 +1144,16 @@ export class Engine {
     this.listeners.clear();
   }
 }
+
+interface LagSeen {
+  start: number;
+  depth: number;
+  wait: number;
+  now: number;
+}
+
+/** How often a queue's lag record may be written while it keeps changing (see lagUnwritten). */
+const LAG_WRITE_EVERY_MS = 1000;
 
 function stepOf(t: number): number {
   return Math.floor(t / HALF_HOUR) * HALF_HOUR;

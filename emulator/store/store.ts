@@ -52,6 +52,7 @@ export class Store implements QueueStore {
       this.db.pragma('temp_store = MEMORY');
       this.migrate();
       this.s = this.prepare();
+      this.loadQueues();
     } catch (e) {
       this.db.close();
       const code = String((e as { code?: unknown }).code ?? '');
@@ -148,12 +149,11 @@ export class Store implements QueueStore {
       queuesInNs: d.prepare<[string], QueueRow>('SELECT id, pub_id, ns, name, dialect, created_at, n_waiting, n_leased, n_dead, live_bytes FROM queues WHERE ns = ? ORDER BY name'),
       queueSettings: d.prepare<[number], { policy: string; consumer: string | null }>('SELECT policy, consumer FROM queues WHERE id = ?'),
       anyQuota: d.prepare<[], { n: number }>('SELECT EXISTS (SELECT 1 FROM namespaces WHERE daily_quota IS NOT NULL) AS n'),
-      waitingQueues: d.prepare<[], { n: number }>('SELECT count(*) AS n FROM queues WHERE n_waiting > 0'),
       queueInsert: d.prepare('INSERT INTO queues (pub_id, ns, name, dialect, policy, consumer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       queuePolicy: d.prepare('UPDATE queues SET policy = ? WHERE id = ?'),
       queueConsumer: d.prepare('UPDATE queues SET consumer = ? WHERE id = ?'),
       queueDelete: d.prepare('DELETE FROM queues WHERE id = ?'),
-      queueCounts: d.prepare('UPDATE queues SET n_waiting = n_waiting + ?, n_leased = n_leased + ?, n_dead = n_dead + ?, live_bytes = live_bytes + ? WHERE id = ?'),
+      queueCounts: d.prepare('UPDATE queues SET n_waiting = ?, n_leased = ?, n_dead = ?, live_bytes = ? WHERE id = ?'),
       queueMessagesDelete: d.prepare('DELETE FROM messages WHERE queue_id = ?'),
       queueDedupeDelete: d.prepare('DELETE FROM dedupe WHERE queue_id = ?'),
       queueLagDelete: d.prepare('DELETE FROM lag WHERE queue_id = ?'),
@@ -210,6 +210,12 @@ export class Store implements QueueStore {
       lagBefore: d.prepare<[number, number], LagRow>('SELECT start, peak_depth, max_wait_ms, end_depth FROM lag WHERE queue_id = ? AND start < ? ORDER BY start DESC LIMIT 1'),
       lagSweep: d.prepare('DELETE FROM lag WHERE start < ?'),
 
+      begin: d.prepare('BEGIN'),
+      commit: d.prepare('COMMIT'),
+      rollback: d.prepare('ROLLBACK'),
+      nestedBegin: d.prepare('SAVEPOINT tx'),
+      nestedRelease: d.prepare('RELEASE tx'),
+      nestedRollback: d.prepare('ROLLBACK TO tx'),
       savepoint: d.prepare('SAVEPOINT op'),
       release: d.prepare('RELEASE op'),
       rollbackTo: d.prepare('ROLLBACK TO op'),
@@ -221,10 +227,31 @@ export class Store implements QueueStore {
 
   /** Runs `fn` in a transaction (a savepoint when one is already open). */
   transaction<T>(fn: () => T): T {
+    const base = this.undo.length;
+    const marks = this.marks.length;
+    // Prepared BEGIN / COMMIT instead of db.transaction(fn), which builds a new wrapper per call.
+    const nested = this.db.inTransaction;
     try {
-      return this.db.transaction(fn)();
+      if (nested) this.s.nestedBegin.run();
+      else this.s.begin.run();
+      const result = fn();
+      if (nested) this.s.nestedRelease.run();
+      else {
+        this.s.commit.run();
+        this.undo.length = 0;
+      }
+      return result;
     } catch (e) {
-      // Rolled back (or the commit failed): what the caches learned inside may be gone.
+      // SQLite may have rolled the whole transaction back already (an I/O error, a full disk).
+      if (nested && this.db.inTransaction) {
+        this.s.nestedRollback.run();
+        this.s.nestedRelease.run();
+      } else if (!nested && this.db.inTransaction) {
+        this.s.rollback.run();
+      }
+      // Rolled back (or the commit failed): undo what memory learned inside.
+      this.revertTo(base);
+      this.marks.length = marks;
       this.forgetCached();
       throw e;
     }
@@ -233,51 +260,136 @@ export class Store implements QueueStore {
   /** Opens a savepoint inside the open transaction: one per operation of a group commit. */
   savepoint(): void {
     this.s.savepoint.run();
+    this.marks.push(this.undo.length);
   }
 
   /** Keeps what was done since savepoint(). */
   releaseSavepoint(): void {
     this.s.release.run();
+    this.marks.pop();
   }
 
   /** Undoes everything since savepoint(), and closes it. */
   rollbackSavepoint(): void {
     this.s.rollbackTo.run();
     this.s.release.run();
+    this.revertTo(this.marks.pop() ?? 0);
     this.forgetCached();
   }
 
   /**
-   * Queue rows are read on every operation; they are cached here and kept exact by bump(), the one
-   * statement that changes their counts. Anything rolled back clears the cache (and the due floor
-   * is only ever a lower bound, so a rollback cannot make it late).
+   * Every queue's row is held here, and its counts here are the exact ones: they move with the
+   * messages in the same transaction (bump), and a rollback undoes them (undo). The queues table
+   * gets them lazily, from flushCounts() when the engine is idle and at close, so a commit writes
+   * no queue row. While the table is behind, meta.counts_dirty is '1' (written in the same
+   * transaction as the first change after a flush), and a store opened on such a file counts its
+   * messages again before anything else (recount): after a kill -9 the counts are still exact.
    */
-  private readonly queueCache = new Map<number, QueueRow>();
+  private readonly queues = new Map<number, QueueRow>();
   private readonly queueIds = new Map<string, number>();
+  /** Queues whose counts changed since the last flush. */
+  private readonly changed = new Set<number>();
+  /** Whether the table's counts may be behind (mirrors meta.counts_dirty). */
+  private countsDirty = false;
+  /** How many queues hold waiting messages, kept with the counts. */
+  private waitingQueues = 0;
+  /** Undo steps of the open transaction, newest last; savepoints mark positions in it. */
+  private readonly undo: (() => void)[] = [];
+  private readonly marks: number[] = [];
 
-  private cacheQueue(row: QueueRow | undefined): QueueRow | undefined {
-    if (!row) return undefined;
-    this.queueCache.set(row.id, { ...row });
+  private revertTo(n: number): void {
+    while (this.undo.length > n) this.undo.pop()!();
+  }
+
+  /** Records how to undo a change made to memory, when a transaction could still roll it back. */
+  private onRollback(step: () => void): void {
+    if (this.db.inTransaction) this.undo.push(step);
+  }
+
+  private remember(row: QueueRow): QueueRow {
+    this.queues.set(row.id, row);
     this.queueIds.set(`${row.ns}\u0000${row.name}`, row.id);
+    if (row.n_waiting > 0) this.waitingQueues++;
     return row;
   }
 
+  private forget(row: QueueRow): void {
+    this.queues.delete(row.id);
+    this.queueIds.delete(`${row.ns}\u0000${row.name}`);
+    if (row.n_waiting > 0) this.waitingQueues--;
+  }
+
+  /** The held row, or the table's (a queue this store has not seen yet), held from now on. */
+  private held(id: number): QueueRow | undefined {
+    const hit = this.queues.get(id);
+    if (hit) return hit;
+    const row = this.s.queueById.get(id);
+    return row ? this.remember(row) : undefined;
+  }
+
+  /** A row read from the table, with the exact counts. */
+  private withCounts(row: QueueRow): QueueRow {
+    const h = this.queues.get(row.id);
+    return h ? { ...h } : row;
+  }
+
+  private loadQueues(): void {
+    if (this.file && this.getMeta('counts_dirty') === '1') this.recount();
+    for (const row of this.s.queuesAll.all()) this.remember(row);
+    // In memory nothing is persisted: the flag stays set and is never written.
+    this.countsDirty = this.file === null;
+  }
+
+  /** Counts every queue's messages again (a store that stopped with its table's counts behind). */
+  private recount(): void {
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE queues SET n_waiting = 0, n_leased = 0, n_dead = 0, live_bytes = 0').run();
+      const rows = this.db
+        .prepare<[], { queue_id: number; w: number; l: number; d: number; b: number }>(
+          `SELECT queue_id, sum(state = ${WAITING}) AS w, sum(state = ${LEASED}) AS l, sum(state = ${DEAD}) AS d,
+             sum(CASE WHEN state = ${DEAD} THEN 0 ELSE size END) AS b FROM messages GROUP BY queue_id`,
+        )
+        .all();
+      for (const r of rows) this.s.queueCounts.run(r.w, r.l, r.d, r.b, r.queue_id);
+      this.setMeta('counts_dirty', '0');
+    })();
+  }
+
+  /** Writes the counts that changed since the last flush to the queues table (one transaction). */
+  flushCounts(): void {
+    if (!this.countsDirty || this.file === null || !this.db.open || this.db.inTransaction) return;
+    this.db.transaction(() => {
+      for (const id of this.changed) {
+        const q = this.queues.get(id);
+        if (q) this.s.queueCounts.run(q.n_waiting, q.n_leased, q.n_dead, q.live_bytes, id);
+      }
+      this.setMeta('counts_dirty', '0');
+    })();
+    this.changed.clear();
+    this.countsDirty = false;
+  }
+
   private forgetCached(): void {
-    this.queueCache.clear();
-    this.queueIds.clear();
     this.dueFloor = undefined;
-    this.waitingQueues = undefined;
     // A rolled-back block reservation is gone from meta: read the floor again before the next id.
     this.nextMessageId = undefined;
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    try {
+      this.flushCounts();
+    } catch {
+      // Cannot write now (disk full): the flag is still set, and the next open counts again.
+    }
+    this.db.close();
   }
 
-  /** Copies the WAL back into the database without waiting on readers (no-op in memory). */
+  /** Writes the counts, then copies the WAL back into the database without waiting on readers (no-op in memory). */
   checkpointIdle(): void {
-    if (this.file && this.db.open) this.db.pragma('wal_checkpoint(PASSIVE)');
+    if (!this.file || !this.db.open) return;
+    this.flushCounts();
+    this.db.pragma('wal_checkpoint(PASSIVE)');
   }
 
   // ---- meta and tokens
@@ -300,20 +412,23 @@ export class Store implements QueueStore {
 
   // ---- queues
 
+  // Copies: the caller keeps the counts as they were when it asked.
   queueByName(ns: string, name: string): QueueRow | undefined {
     const id = this.queueIds.get(`${ns}\u0000${name}`);
-    const hit = id === undefined ? undefined : this.queueCache.get(id);
-    // A copy: the caller keeps the counts as they were when it asked.
-    return hit ? { ...hit } : this.cacheQueue(this.s.queueByName.get(ns, name));
+    const hit = id === undefined ? undefined : this.queues.get(id);
+    if (hit) return { ...hit };
+    const row = this.s.queueByName.get(ns, name);
+    return row ? { ...this.remember(row) } : undefined;
   }
 
   queueByPubId(pubId: string): QueueRow | undefined {
-    return this.s.queueByPubId.get(pubId);
+    const row = this.s.queueByPubId.get(pubId);
+    return row && this.withCounts(row);
   }
 
   queueById(id: number): QueueRow | undefined {
-    const hit = this.queueCache.get(id);
-    return hit ? { ...hit } : this.cacheQueue(this.s.queueById.get(id));
+    const row = this.held(id);
+    return row && { ...row };
   }
 
   /** The queue's policy and consumer settings as stored (JSON text). */
@@ -326,22 +441,20 @@ export class Store implements QueueStore {
     return this.s.anyQuota.get()!.n === 1;
   }
 
-  /** How many queues hold waiting messages: counted once, then kept by bump(). undefined: ask SQLite. */
-  private waitingQueues: number | undefined = undefined;
-
   /** Does any queue hold waiting messages? */
   anyWaiting(): boolean {
-    if (this.waitingQueues === undefined) this.waitingQueues = this.s.waitingQueues.get()!.n;
     return this.waitingQueues > 0;
   }
 
   listQueues(ns?: string): QueueRow[] {
-    return ns === undefined ? this.s.queuesAll.all() : this.s.queuesInNs.all(ns);
+    return (ns === undefined ? this.s.queuesAll.all() : this.s.queuesInNs.all(ns)).map((r) => this.withCounts(r));
   }
 
   createQueue(pubId: string, ns: string, name: string, dialect: string, policy: string, consumer: string | null, now: number): QueueRow {
     const r = this.s.queueInsert.run(pubId, ns, name, dialect, policy, consumer, now);
-    return this.s.queueById.get(Number(r.lastInsertRowid))!;
+    const row = this.remember(this.s.queueById.get(Number(r.lastInsertRowid))!);
+    this.onRollback(() => this.forget(row));
+    return { ...row };
   }
 
   setPolicy(queueId: number, policy: string): void {
@@ -353,29 +466,41 @@ export class Store implements QueueStore {
   }
 
   deleteQueue(queueId: number): void {
-    const cached = this.queueCache.get(queueId);
-    if (cached) this.queueIds.delete(`${cached.ns}\u0000${cached.name}`);
-    this.queueCache.delete(queueId);
-    this.waitingQueues = undefined;
+    const row = this.queues.get(queueId);
+    if (row) {
+      this.forget(row);
+      this.onRollback(() => this.remember(row));
+    }
     this.s.queueMessagesDelete.run(queueId);
     this.s.queueDedupeDelete.run(queueId);
     this.s.queueLagDelete.run(queueId);
     this.s.queueDelete.run(queueId);
   }
 
+  /** Moves a queue's counts (see `queues` above for how they reach the table). */
   private bump(queueId: number, waiting: number, leased: number, dead: number, bytes: number): void {
     if (!(waiting || leased || dead || bytes)) return;
-    this.s.queueCounts.run(waiting, leased, dead, bytes, queueId);
-    const cached = this.queueCache.get(queueId);
-    if (!cached) {
-      this.waitingQueues = undefined;
-    } else {
-      if (this.waitingQueues !== undefined && waiting !== 0 && cached.n_waiting > 0 !== cached.n_waiting + waiting > 0) this.waitingQueues += waiting > 0 ? 1 : -1;
-      cached.n_waiting += waiting;
-      cached.n_leased += leased;
-      cached.n_dead += dead;
-      cached.live_bytes += bytes;
+    const q = this.held(queueId);
+    if (!q) return;
+    if (!this.countsDirty) {
+      this.setMeta('counts_dirty', '1');
+      this.countsDirty = true;
+      this.onRollback(() => {
+        this.countsDirty = false;
+      });
     }
+    this.move(q, waiting, leased, dead, bytes);
+    this.changed.add(queueId);
+    this.onRollback(() => this.move(q, -waiting, -leased, -dead, -bytes));
+  }
+
+  private move(q: QueueRow, waiting: number, leased: number, dead: number, bytes: number): void {
+    const had = q.n_waiting > 0;
+    q.n_waiting += waiting;
+    q.n_leased += leased;
+    q.n_dead += dead;
+    q.live_bytes += bytes;
+    if (had !== q.n_waiting > 0 && this.queues.get(q.id) === q) this.waitingQueues += had ? -1 : 1;
   }
 
   // ---- enqueue

@@ -356,6 +356,45 @@ describe('engine: decisions', () => {
       assert.ok(step.maxWaitMs >= 10 * MINUTE, `longest wait ${step.maxWaitMs}`);
       assert.equal(lagHistory[lagHistory.length - 1].peakDepth, 0);
     });
+
+    it('lag records are written at most once a second while a queue keeps changing, and none is lost at stats, at a step end or at close', async () => {
+      const dir = tempDir();
+      const start = Date.UTC(2026, 0, 5, 10, 29, 58);
+      const step = Date.UTC(2026, 0, 5, 10, 0, 0);
+      const lagRows = () => {
+        const db = new Database(path.join(dir, DB_FILE), { readonly: true });
+        try {
+          return (db.prepare('SELECT start, peak_depth, end_depth FROM lag ORDER BY start').all() as { start: number; peak_depth: number; end_depth: number }[]).map((r) => [r.start, r.peak_depth, r.end_depth]);
+        } finally {
+          db.close();
+        }
+      };
+      try {
+        t = makeEngine({ dataDir: dir, start });
+        await t.engine.createQueue({ ...ref, dialect: 'cache' });
+        for (let i = 0; i < 5; i++) await t.engine.push({ ...ref, body: i });
+        // Creating the queue wrote its first record; five pushes in the same second wait in memory.
+        assert.deepEqual(lagRows(), [[step, 0, 0]]);
+        // stats reads the history from the table, so it writes what waits first.
+        await t.engine.stats(ref);
+        assert.deepEqual(lagRows(), [[step, 5, 5]]);
+        await t.advance(1000);
+        await t.engine.push({ ...ref, body: 5 });
+        assert.deepEqual(lagRows(), [[step, 6, 6]]);
+        await t.engine.pull({ ...ref, max: 4 });
+        assert.deepEqual(lagRows(), [[step, 6, 6]]);
+        // The step ends: its last reading is written with the first record of the next one (made
+        // when the clock crossed into it); a push in the same second waits again.
+        await t.advance(1000);
+        await t.engine.push({ ...ref, body: 6 });
+        assert.deepEqual(lagRows(), [[step, 6, 2], [step + 30 * MINUTE, 2, 2]]);
+        await t.engine.push({ ...ref, body: 7 });
+        await t.close();
+        assert.deepEqual(lagRows(), [[step, 6, 2], [step + 30 * MINUTE, 4, 4]]);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
   });
 
   it('close and reopen on the same data directory keeps queues, messages, leases, dedupe keys, dead letters and the audit log', async () => {

@@ -37,6 +37,8 @@ describe('reliability: crash safety (kill -9)', function () {
         assert.equal(rows.length, 2, 'the short run left undelivered messages to damage');
         db.prepare('DELETE FROM messages WHERE id = ?').run(rows[0].id);
         db.prepare('INSERT INTO messages (queue_id, state, visible_at, attempts, enqueued_at, body, size) SELECT queue_id, state, visible_at, attempts, enqueued_at, body, size FROM messages WHERE id = ?').run(rows[1].id);
+        // Claim that the table's counts are exact, so nothing counts the rows again at open.
+        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('counts_dirty', '0')").run();
       },
     });
     assert.equal(x.losses, 1);

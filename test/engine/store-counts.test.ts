@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { tempDir } from '../helpers';
+import { DB_FILE, Store, type NewMessage } from '../../emulator/store/store';
+
+// The store holds each queue's counts in memory and writes them to the queues table lazily
+// (store.ts, `queues`). These tests pin what that must never break: rollbacks undo the counts,
+// a clean close leaves the table exact, and a file whose table is behind is counted again at open.
+
+const NOW = Date.UTC(2026, 0, 5, 10, 0, 0);
+
+function msg(body: string): NewMessage {
+  return { body, size: Buffer.byteLength(body), visibleAt: NOW, expiresAt: null, extra: null, dedupeKey: null, dedupeUntil: 0 };
+}
+
+function counts(store: Store, id: number) {
+  const q = store.queueById(id)!;
+  return [q.n_waiting, q.n_leased, q.n_dead, q.live_bytes];
+}
+
+/** What the queues table and meta say, read by another connection. */
+function onDisk(dir: string) {
+  const db = new Database(path.join(dir, DB_FILE), { readonly: true });
+  try {
+    const rows = db.prepare('SELECT id, n_waiting, n_leased, n_dead, live_bytes FROM queues ORDER BY id').all() as { id: number; n_waiting: number; n_leased: number; n_dead: number; live_bytes: number }[];
+    const flag = (db.prepare("SELECT value FROM meta WHERE key = 'counts_dirty'").get() as { value: string } | undefined)?.value ?? null;
+    return { rows: rows.map((r) => [r.id, r.n_waiting, r.n_leased, r.n_dead, r.live_bytes]), flag };
+  } finally {
+    db.close();
+  }
+}
+
+describe('store: queue counts', () => {
+  const dirs: string[] = [];
+  const stores: Store[] = [];
+  function open(dir: string | null): Store {
+    const s = new Store({ dataDir: dir });
+    stores.push(s);
+    return s;
+  }
+  function dir(): string {
+    const d = tempDir();
+    dirs.push(d);
+    return d;
+  }
+  afterEach(() => {
+    for (const s of stores.splice(0)) s.close();
+    for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  it('a rolled-back savepoint or transaction undoes the counts, a created queue and a deleted one', () => {
+    const s = open(null);
+    const q = s.transaction(() => s.createQueue('q_1', 'ns', 'a', 'cache', '{}', null, NOW));
+    s.transaction(() => s.enqueue(q.id, [msg('"one"'), msg('"two"')], NOW));
+    assert.deepEqual(counts(s, q.id), [2, 0, 0, 10]);
+    assert.equal(s.anyWaiting(), true);
+
+    // One operation of a group commit fails after it wrote: its savepoint is rolled back, the group commits.
+    s.transaction(() => {
+      s.savepoint();
+      s.claim(q.id, 2, NOW, NOW + 1000, 7);
+      s.enqueue(q.id, [msg('"three"')], NOW);
+      s.rollbackSavepoint();
+      s.savepoint();
+      s.claim(q.id, 1, NOW, NOW + 1000, 8);
+      s.releaseSavepoint();
+    });
+    assert.deepEqual(counts(s, q.id), [1, 1, 0, 10]);
+
+    // The whole transaction fails: the counts, a queue made inside it and a queue deleted inside it come back as they were.
+    const other = s.transaction(() => s.createQueue('q_2', 'ns', 'b', 'cache', '{}', null, NOW));
+    assert.throws(() =>
+      s.transaction(() => {
+        s.enqueue(q.id, [msg('"four"')], NOW);
+        s.deleteQueue(other.id);
+        s.createQueue('q_3', 'ns', 'c', 'cache', '{}', null, NOW);
+        s.deleteQueue(q.id);
+        throw new Error('boom');
+      }),
+    );
+    assert.deepEqual(counts(s, q.id), [1, 1, 0, 10]);
+    assert.equal(s.queueByName('ns', 'a')?.id, q.id);
+    assert.equal(s.queueByName('ns', 'b')?.id, other.id);
+    assert.equal(s.queueByName('ns', 'c'), undefined);
+    assert.deepEqual(s.listQueues('ns').map((r) => [r.name, r.n_waiting, r.n_leased]), [['a', 1, 1], ['b', 0, 0]]);
+
+    // Deleting the only queue with waiting messages leaves none waiting.
+    s.transaction(() => s.deleteQueue(q.id));
+    assert.equal(s.anyWaiting(), false);
+    assert.equal(s.queueById(q.id), undefined);
+  });
+
+  it('a commit marks the table behind in the same transaction; an idle flush and a clean close make it exact', () => {
+    const d = dir();
+    const s = open(d);
+    const q = s.transaction(() => s.createQueue('q_1', 'ns', 'a', 'cache', '{}', null, NOW));
+    s.transaction(() => s.enqueue(q.id, [msg('"one"'), msg('"two"'), msg('"three"')], NOW));
+    assert.deepEqual(onDisk(d), { rows: [[q.id, 0, 0, 0, 0]], flag: '1' });
+
+    s.checkpointIdle();
+    assert.deepEqual(onDisk(d), { rows: [[q.id, 3, 0, 0, 17]], flag: '0' });
+
+    s.transaction(() => s.claim(q.id, 2, NOW, NOW + 1000, 1));
+    assert.equal(onDisk(d).flag, '1');
+    s.close();
+    assert.deepEqual(onDisk(d), { rows: [[q.id, 1, 2, 0, 17]], flag: '0' });
+
+    const again = open(d);
+    assert.deepEqual(counts(again, q.id), [1, 2, 0, 17]);
+  });
+
+  it('a file left with its table behind (a kill -9) is counted again at open', () => {
+    const d = dir();
+    const s = open(d);
+    const q = s.transaction(() => s.createQueue('q_1', 'ns', 'a', 'cache', '{}', null, NOW));
+    const empty = s.transaction(() => s.createQueue('q_2', 'ns', 'b', 'cache', '{}', null, NOW));
+    s.checkpointIdle();
+    s.transaction(() => s.enqueue(q.id, [msg('"1"'), msg('"22"'), msg('"333"'), msg('"4444"')], NOW));
+    const leased = s.transaction(() => s.claim(q.id, 2, NOW, NOW + 1000, 1));
+    s.transaction(() => s.kill({ ...leased[0], state: leased[0].state }, NOW, 'test', null, NOW + 1000));
+    assert.deepEqual(counts(s, q.id), [2, 1, 1, 15]);
+    // What a kill -9 now would leave: the table still says empty, and the flag says so.
+    assert.deepEqual(onDisk(d), { rows: [[q.id, 0, 0, 0, 0], [empty.id, 0, 0, 0, 0]], flag: '1' });
+
+    // Another store opened on that file (as after a restart) counts the messages again.
+    const after = open(d);
+    assert.deepEqual(counts(after, q.id), [2, 1, 1, 15]);
+    assert.deepEqual(counts(after, empty.id), [0, 0, 0, 0]);
+    assert.deepEqual(onDisk(d), { rows: [[q.id, 2, 1, 1, 15], [empty.id, 0, 0, 0, 0]], flag: '0' });
+  });
+});
