@@ -7,7 +7,9 @@
 //   visible to others or durable before that transaction commits. savepoint() /
 //   releaseSavepoint() / rollbackSavepoint() bracket one operation inside it.
 // - Each method is one transition of the queue state machine and keeps the queue's counts
-//   (n_waiting, n_leased, n_dead, live_bytes) in step with the messages in the same transaction.
+//   (n_waiting, n_leased, n_dead, live_bytes) in step with the messages in the same transaction:
+//   a rolled-back savepoint or transaction undoes them too. (The SQLite store holds them in memory
+//   and persists them lazily, counting the messages again after an unclean stop.)
 // - A receipt check (leased) is exact: the row's lease token matches and its lease has not ended
 //   at `now`, whether or not any sweep has run.
 // - Reads never change state.
