@@ -10,6 +10,9 @@ import { DEAD, LEASED, WAITING, type AuditRow, type DueRow, type LagRow, type Me
 export { WAITING, LEASED, DEAD } from './boundary';
 export type { QueueRow, MessageRow, LagRow, NewMessage, DueRow, TokenRow, NamespaceRow, AuditRow, QueueStore } from './boundary';
 
+/** The columns a claim reads back (the rest of the row it knows already). */
+type ClaimedRow = Pick<MessageRow, 'id' | 'visible_at' | 'attempts' | 'enqueued_at' | 'expires_at' | 'body' | 'size' | 'extra' | 'last_error'>;
+
 export type StoreOpenProblem = 'not_quayside' | 'corrupt' | 'newer_version' | 'unwritable';
 
 export class StoreOpenError extends Error {
@@ -166,10 +169,12 @@ export class Store implements QueueStore {
       maxMessageId: d.prepare<[], { n: number | null }>('SELECT max(id) AS n FROM messages'),
       maxDedupedId: d.prepare<[], { n: number | null }>('SELECT max(message_id) AS n FROM dedupe'),
 
-      claim: d.prepare<[number, number, number, number, number], MessageRow>(
+      // Returns only what the claim does not already know: a waiting row has no dead_at or
+      // dead_reason (replay clears them), and its state, lease and queue are the ones set here.
+      claim: d.prepare<[number, number, number, number, number], ClaimedRow>(
         `UPDATE messages SET state = 1, attempts = attempts + 1, lease_token = ?, lease_until = ?
          WHERE id IN (SELECT id FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? ORDER BY visible_at, id LIMIT ?)
-         RETURNING *`,
+         RETURNING id, visible_at, attempts, enqueued_at, expires_at, body, size, extra, last_error`,
       ),
       // A receipt is good only for its own delivery and only until its lease ends.
       leasedRow: d.prepare<[number, number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE id = ? AND state = 1 AND lease_token = ? AND lease_until > ?'),
@@ -556,7 +561,23 @@ export class Store implements QueueStore {
   // ---- lease and settle
 
   claim(queueId: number, max: number, now: number, leaseUntil: number, token: number): MessageRow[] {
-    const rows = this.s.claim.all(token, leaseUntil, queueId, now, max);
+    const rows: MessageRow[] = this.s.claim.all(token, leaseUntil, queueId, now, max).map((r) => ({
+      id: r.id,
+      queue_id: queueId,
+      state: LEASED,
+      visible_at: r.visible_at,
+      lease_until: leaseUntil,
+      lease_token: token,
+      attempts: r.attempts,
+      enqueued_at: r.enqueued_at,
+      expires_at: r.expires_at,
+      body: r.body,
+      size: r.size,
+      extra: r.extra,
+      dead_at: null,
+      dead_reason: null,
+      last_error: r.last_error,
+    }));
     if (rows.length > 0) this.noteDue(leaseUntil);
     if (rows.length > 1) rows.sort((a, b) => a.visible_at - b.visible_at || a.id - b.id);
     this.bump(queueId, -rows.length, rows.length, 0, 0);
