@@ -68,8 +68,14 @@ export class Engine {
    * when its step ends, when the engine is idle, before stats reads the history, and at close; a
    * kill -9 loses at most the last second of the chart, never a message.
    */
-  private lagUnwritten = new Map<number, LagSeen>();
+  private lagUnwritten = new Map<string, LagRecord>();
   private lagWrittenAt = new Map<number, number>();
+  /** Records written in the open transaction: forgotten from lagUnwritten only once it commits. */
+  private lagWriting: { rec: LagRecord; at: number }[] = [];
+  /** Readings taken in the open transaction: they become lagSeen / lagUnwritten only once it commits. */
+  private lagStaged: LagRecord[] = [];
+  /** Queues deleted by operations of the open transaction: their lag bookkeeping goes once it commits. */
+  private deletedQueues: { id: number; pubId: string }[] = [];
   private dailyQuota: number | null;
   /** Some namespace has its own quota (set by namespace.configure, now or in an earlier run). */
   private quotasInUse: boolean;
@@ -135,6 +141,7 @@ export class Engine {
   }
 
   private afterCommit(ok: boolean): void {
+    this.settleLag(ok);
     const events = this.jobEvents;
     this.jobEvents = [];
     const touched = this.touched;
@@ -168,7 +175,7 @@ export class Engine {
         if (this.closed) return;
         if (this.gc.pending > 0) return this.scheduleCheckpoint();
         try {
-          if (this.lagUnwritten.size > 0) this.store.transaction(() => this.writeAllLag());
+          this.writeAllLag();
           this.store.checkpointIdle();
         } catch {
           // A checkpoint that cannot run now (disk full) runs at the next idle moment.
@@ -295,8 +302,7 @@ export class Engine {
       this.store.audit(this.clock.now(), actor.name, q.ns, q.name, 'delete_queue', q.n_waiting + q.n_leased + q.n_dead, null);
       this.policies.delete(q.id);
       this.delayedAt.delete(q.id);
-      this.lagUnwritten.delete(q.id);
-      this.lagSeen.delete(q.id);
+      this.deletedQueues.push({ id: q.id, pubId: q.pub_id });
       this.waiters.dropQueue(q.id);
       this.consumers.dropQueue(q.id);
       this.note(q, 'queue_deleted', []);
@@ -723,7 +729,6 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const now = this.clock.now();
-      this.writeLag(q.id);
       return { counts: this.countsOf(q, now), lagHistory: this.lagHistory(q, now), now };
     });
   }
@@ -1048,31 +1053,69 @@ export class Engine {
       const seen = this.lagSeen.get(id);
       if (seen && seen.start === start && seen.depth >= depth && seen.wait >= wait && seen.now === q.n_waiting) continue;
       const same = seen?.start === start;
-      const next = { start, depth: Math.max(depth, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting };
-      this.lagSeen.set(id, next);
-      // A step that ended keeps what it saw.
-      if (!same) this.writeLag(id);
-      if (now - (this.lagWrittenAt.get(id) ?? -Infinity) >= LAG_WRITE_EVERY_MS) {
-        this.store.lagRecord(id, next.start, next.depth, next.wait, next.now);
-        this.lagWrittenAt.set(id, now);
-        this.lagUnwritten.delete(id);
-      } else {
-        this.lagUnwritten.set(id, next);
+      const rec: LagRecord = { id, pubId: q.pub_id, start, depth: Math.max(depth, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting };
+      this.lagStaged.push(rec);
+      // A step that ended is written with the first record of the next one; otherwise at most once a second.
+      if (!same || now - (this.lagWrittenAt.get(id) ?? -Infinity) >= LAG_WRITE_EVERY_MS) {
+        for (const r of this.lagUnwritten.values()) if (r.id === id && r.pubId === rec.pubId && r.start !== start) this.writeLag(r, now);
+        this.writeLag(rec, now);
       }
     }
   }
 
-  /** Writes a queue's unwritten lag record (inside a transaction). */
-  private writeLag(id: number): void {
-    const r = this.lagUnwritten.get(id);
-    if (!r) return;
-    this.lagUnwritten.delete(id);
-    if (this.store.queueById(id)) this.store.lagRecord(id, r.start, r.depth, r.wait, r.now);
+  /** Writes one lag record inside the open transaction; settleLag forgets it once that commits. */
+  private writeLag(r: LagRecord, at: number): void {
+    this.store.lagRecord(r.id, r.start, r.depth, r.wait, r.now);
+    this.lagWriting.push({ rec: r, at });
   }
 
-  /** Writes every unwritten lag record (inside a transaction). */
+  /** Writes every unwritten lag record in a transaction of its own (idle, close). */
   private writeAllLag(): void {
-    for (const id of [...this.lagUnwritten.keys()]) this.writeLag(id);
+    if (this.lagUnwritten.size === 0) return;
+    let ok = false;
+    try {
+      this.store.transaction(() => {
+        const at = this.clock.now();
+        for (const r of this.lagUnwritten.values()) if (this.store.queueById(r.id)?.pub_id === r.pubId) this.writeLag(r, at);
+      });
+      ok = true;
+    } finally {
+      this.settleLag(ok);
+    }
+  }
+
+  /** After a commit (ok) or a rollback: what was written is forgotten, what was not stays for the next write. */
+  private settleLag(ok: boolean): void {
+    const staged = this.lagStaged;
+    const written = this.lagWriting;
+    const deleted = this.deletedQueues;
+    this.lagStaged = [];
+    this.lagWriting = [];
+    this.deletedQueues = [];
+    if (!ok) return;
+    for (const r of staged) {
+      this.lagSeen.set(r.id, { start: r.start, depth: r.depth, wait: r.wait, now: r.now });
+      this.lagUnwritten.set(lagKey(r.id, r.start), r);
+    }
+    for (const { rec, at } of written) {
+      this.lagWrittenAt.set(rec.id, at);
+      // Only if no newer reading replaced it in the meantime.
+      if (this.lagUnwritten.get(lagKey(rec.id, rec.start)) === rec) this.lagUnwritten.delete(lagKey(rec.id, rec.start));
+    }
+    for (const d of deleted) {
+      if (this.store.queueById(d.id)?.pub_id === d.pubId) continue; // its delete was rolled back with its savepoint
+      this.lagSeen.delete(d.id);
+      this.lagWrittenAt.delete(d.id);
+      // (a queue made in the same commit may have taken the id: only the deleted one's records go)
+      for (const [k, r] of this.lagUnwritten) if (r.pubId === d.pubId) this.lagUnwritten.delete(k);
+    }
+  }
+
+  /** Readings of this queue not written yet (they count in its history like written ones). */
+  private unwrittenLag(q: QueueRow): LagRecord[] {
+    const out: LagRecord[] = [];
+    for (const r of this.lagUnwritten.values()) if (r.id === q.id && r.pubId === q.pub_id) out.push(r);
+    return out;
   }
 
   /** 48 aligned half-hour steps ending with the current one; a step with no record carries the last depth on. */
@@ -1081,6 +1124,17 @@ export class Engine {
     const first = current - 47 * HALF_HOUR;
     const { before, rows } = this.store.lagSince(q.id, first);
     const byStart = new Map(rows.map((r) => [r.start, r]));
+    // What waits to be written merges as the upsert will: peaks by max, the depth at the end as it is now.
+    for (const u of this.unwrittenLag(q)) {
+      if (u.start < first) continue;
+      const r = byStart.get(u.start);
+      byStart.set(u.start, {
+        start: u.start,
+        peak_depth: Math.max(r?.peak_depth ?? 0, u.depth),
+        max_wait_ms: Math.max(r?.max_wait_ms ?? 0, u.wait),
+        end_depth: u.now,
+      });
+    }
     const out: LagStep[] = [];
     let carry = before ? before.end_depth : 0;
     for (let s = first; s <= current; s += HALF_HOUR) {
@@ -1132,7 +1186,7 @@ export class Engine {
     this.closed = true;
     this.gc.closed = true;
     try {
-      if (this.lagUnwritten.size > 0) this.store.transaction(() => this.writeAllLag());
+      this.writeAllLag();
     } catch {
       // Disk full at close: the chart misses its last second, nothing else.
     }
@@ -1151,6 +1205,14 @@ interface LagSeen {
   wait: number;
   now: number;
 }
+
+interface LagRecord extends LagSeen {
+  id: number;
+  /** Ids of deleted queues can be taken again; the public id tells whose record it is. */
+  pubId: string;
+}
+
+const lagKey = (queueId: number, start: number): string => `${queueId}/${start}`;
 
 /** How often a queue's lag record may be written while it keeps changing (see lagUnwritten). */
 const LAG_WRITE_EVERY_MS = 1000;

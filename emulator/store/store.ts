@@ -13,7 +13,7 @@ export type { QueueRow, MessageRow, LagRow, NewMessage, DueRow, TokenRow, Namesp
 /** The columns a claim reads back (the rest of the row it knows already). */
 type ClaimedRow = Pick<MessageRow, 'id' | 'visible_at' | 'attempts' | 'enqueued_at' | 'expires_at' | 'body' | 'size' | 'extra' | 'last_error'>;
 
-export type StoreOpenProblem = 'not_quayside' | 'corrupt' | 'newer_version' | 'unwritable';
+export type StoreOpenProblem = 'not_quayside' | 'corrupt' | 'newer_version' | 'unwritable' | 'in_use';
 
 export class StoreOpenError extends Error {
   constructor(readonly problem: StoreOpenProblem, message: string) {
@@ -29,6 +29,19 @@ export interface StoreOptions {
 }
 
 export const DB_FILE = 'quayside.db';
+/** Next to the database while a store has it open: the owner's pid. */
+export const LOCK_FILE = 'quayside.lock';
+
+/** Does a process with this pid exist (EPERM: it does, under another user)? */
+function processAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /** Message ids reserved per meta write (see allocateMessageId). */
 const MESSAGE_ID_BLOCK = 1000;
@@ -39,10 +52,22 @@ export class Store implements QueueStore {
   readonly file: string | null;
   private s: ReturnType<Store['prepare']>;
 
+  /** The data directory's lock file while this store holds it (see lockDataDir). */
+  private lockFile: string | null = null;
+
   constructor(opts: StoreOptions) {
     this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
+    if (opts.dataDir) {
+      Store.prepareDir(opts.dataDir);
+      this.lockFile = Store.lockDataDir(opts.dataDir);
+    }
     const fresh = this.file !== null && !fs.existsSync(this.file);
-    this.db = Store.openDatabase(opts.dataDir, this.file);
+    try {
+      this.db = Store.openDatabase(opts.dataDir, this.file);
+    } catch (e) {
+      this.unlock();
+      throw e;
+    }
     try {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${opts.durability === 'full' ? 'FULL' : 'NORMAL'}`);
@@ -58,6 +83,7 @@ export class Store implements QueueStore {
       this.loadQueues();
     } catch (e) {
       this.db.close();
+      this.unlock();
       const code = String((e as { code?: unknown }).code ?? '');
       if (!/^SQLITE_(FULL|IOERR|READONLY|CANTOPEN)/.test(code)) throw e;
       // A file we had just created is removed again, so a failed start leaves the directory as it was.
@@ -66,14 +92,68 @@ export class Store implements QueueStore {
     }
   }
 
-  private static openDatabase(dataDir: string | null, file: string | null): Database.Database {
-    if (!dataDir || !file) return new Database(':memory:');
+  private static prepareDir(dataDir: string): void {
     try {
       fs.mkdirSync(dataDir, { recursive: true });
       fs.accessSync(dataDir, fs.constants.W_OK);
     } catch (e) {
       throw new StoreOpenError('unwritable', `the data directory ${dataDir} cannot be written: ${(e as Error).message}`);
     }
+  }
+
+  /** Lock files this process holds, so a second store in the same process is refused too. */
+  private static readonly held = new Set<string>();
+
+  /**
+   * One store per data directory: two would each hold counts the other does not see (and the
+   * table's counts_dirty flag would lie). The lock file holds the owner's pid; a lock whose process
+   * is gone (a kill -9) is taken over.
+   */
+  private static lockDataDir(dataDir: string): string {
+    const file = path.resolve(dataDir, LOCK_FILE);
+    for (let attempt = 0; ; attempt++) {
+      let fd: number;
+      try {
+        fd = fs.openSync(file, 'wx');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') {
+          throw new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); is the disk full or read-only?`);
+        }
+        let owner = NaN;
+        try {
+          owner = Number.parseInt(fs.readFileSync(file, 'utf8'), 10);
+        } catch {
+          // Gone in between: try again.
+        }
+        if (Store.held.has(file) || (owner !== process.pid && processAlive(owner)) || attempt >= 2) {
+          const who = Store.held.has(file) ? 'another store in this process' : `another Quayside emulator (pid ${owner})`;
+          throw new StoreOpenError('in_use', `the data directory ${dataDir} is in use by ${who}; stop it or choose another data directory (if no emulator runs there, delete ${file})`);
+        }
+        fs.rmSync(file, { force: true }); // left by a process that is gone
+        continue;
+      }
+      try {
+        fs.writeSync(fd, `${process.pid}\n`);
+      } catch (e) {
+        fs.closeSync(fd);
+        fs.rmSync(file, { force: true });
+        throw new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); is the disk full or read-only?`);
+      }
+      fs.closeSync(fd);
+      Store.held.add(file);
+      return file;
+    }
+  }
+
+  private unlock(): void {
+    if (!this.lockFile) return;
+    Store.held.delete(this.lockFile);
+    fs.rmSync(this.lockFile, { force: true });
+    this.lockFile = null;
+  }
+
+  private static openDatabase(dataDir: string | null, file: string | null): Database.Database {
+    if (!dataDir || !file) return new Database(':memory:');
     if (fs.existsSync(file) && !fs.statSync(file).isFile()) {
       throw new StoreOpenError('not_quayside', `${file} is not a Quayside database (not a file); move it away or choose another data directory`);
     }
@@ -388,6 +468,7 @@ export class Store implements QueueStore {
       // Cannot write now (disk full): the flag is still set, and the next open counts again.
     }
     this.db.close();
+    this.unlock();
   }
 
   /** Writes the counts, then copies the WAL back into the database without waiting on readers (no-op in memory). */

@@ -357,7 +357,7 @@ describe('engine: decisions', () => {
       assert.equal(lagHistory[lagHistory.length - 1].peakDepth, 0);
     });
 
-    it('lag records are written at most once a second while a queue keeps changing, and none is lost at stats, at a step end or at close', async () => {
+    it('lag records are written at most once a second while a queue keeps changing, and none is lost to stats, a step end, a failed commit or close', async () => {
       const dir = tempDir();
       const start = Date.UTC(2026, 0, 5, 10, 29, 58);
       const step = Date.UTC(2026, 0, 5, 10, 0, 0);
@@ -375,14 +375,27 @@ describe('engine: decisions', () => {
         for (let i = 0; i < 5; i++) await t.engine.push({ ...ref, body: i });
         // Creating the queue wrote its first record; five pushes in the same second wait in memory.
         assert.deepEqual(lagRows(), [[step, 0, 0]]);
-        // stats reads the history from the table, so it writes what waits first.
-        await t.engine.stats(ref);
-        assert.deepEqual(lagRows(), [[step, 5, 5]]);
+        // stats counts what waits, without writing it.
+        const { lagHistory } = await t.engine.stats(ref);
+        assert.equal(lagHistory.find((s) => s.start === step)!.peakDepth, 5);
+        assert.deepEqual(lagRows(), [[step, 0, 0]]);
+
+        // A second later the next commit would write the record, but that commit fails (disk full):
+        // nothing of it is kept, and what waited is still there for the next one.
         await t.advance(1000);
+        const store = t.store as unknown as { lagRecord: (...a: unknown[]) => void };
+        const real = store.lagRecord.bind(t.store);
+        store.lagRecord = () => {
+          store.lagRecord = real;
+          throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+        };
+        assert.equal((await rejects(t.engine.push({ ...ref, body: 'lost' }))).code, 'storage_full');
+        assert.deepEqual(lagRows(), [[step, 0, 0]]);
         await t.engine.push({ ...ref, body: 5 });
         assert.deepEqual(lagRows(), [[step, 6, 6]]);
         await t.engine.pull({ ...ref, max: 4 });
         assert.deepEqual(lagRows(), [[step, 6, 6]]);
+
         // The step ends: its last reading is written with the first record of the next one (made
         // when the clock crossed into it); a push in the same second waits again.
         await t.advance(1000);
@@ -392,6 +405,27 @@ describe('engine: decisions', () => {
         await t.close();
         assert.deepEqual(lagRows(), [[step, 6, 2], [step + 30 * MINUTE, 4, 4]]);
       } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('a deleted queue leaves no lag bookkeeping behind, and a new queue that takes its id starts clean', async () => {
+      const dir = tempDir();
+      try {
+        t = makeEngine({ dataDir: dir, start: Date.UTC(2026, 0, 5, 10, 29, 58) });
+        const engine = t.engine as unknown as { lagSeen: Map<number, unknown>; lagWrittenAt: Map<number, unknown>; lagUnwritten: Map<string, unknown> };
+        for (let i = 0; i < 20; i++) {
+          await t.engine.createQueue({ ...ref, dialect: 'cache' });
+          await t.engine.push({ ...ref, body: i });
+          await t.engine.push({ ...ref, body: i });
+          await t.engine.deleteQueue(ref);
+        }
+        assert.deepEqual([engine.lagSeen.size, engine.lagWrittenAt.size, engine.lagUnwritten.size], [0, 0, 0]);
+        await t.engine.createQueue({ ...ref, dialect: 'cache' });
+        const { lagHistory } = await t.engine.stats(ref);
+        assert.equal(Math.max(...lagHistory.map((s) => s.peakDepth)), 0);
+      } finally {
+        await t.close();
         fs.rmSync(dir, { recursive: true, force: true });
       }
     });

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { tempDir } from '../helpers';
-import { DB_FILE, Store, type NewMessage } from '../../emulator/store/store';
+import { DB_FILE, LOCK_FILE, Store, type NewMessage, type StoreOpenError } from '../../emulator/store/store';
 
 // The store holds each queue's counts in memory and writes them to the queues table lazily
 // (store.ts, `queues`). These tests pin what that must never break: rollbacks undo the counts,
@@ -124,10 +125,42 @@ describe('store: queue counts', () => {
     // What a kill -9 now would leave: the table still says empty, and the flag says so.
     assert.deepEqual(onDisk(d), { rows: [[q.id, 0, 0, 0, 0], [empty.id, 0, 0, 0, 0]], flag: '1' });
 
-    // Another store opened on that file (as after a restart) counts the messages again.
-    const after = open(d);
+    // What a kill -9 now leaves is the file and its WAL as they are: a store opened on a copy of
+    // them (as after a restart) counts the messages again.
+    const copy = dir();
+    for (const f of [DB_FILE, `${DB_FILE}-wal`]) fs.copyFileSync(path.join(d, f), path.join(copy, f));
+    assert.deepEqual(onDisk(copy).flag, '1');
+    const after = open(copy);
     assert.deepEqual(counts(after, q.id), [2, 1, 1, 15]);
     assert.deepEqual(counts(after, empty.id), [0, 0, 0, 0]);
-    assert.deepEqual(onDisk(d), { rows: [[q.id, 2, 1, 1, 15], [empty.id, 0, 0, 0, 0]], flag: '0' });
+    assert.deepEqual(onDisk(copy), { rows: [[q.id, 2, 1, 1, 15], [empty.id, 0, 0, 0, 0]], flag: '0' });
+  });
+
+  it('one store per data directory: a second one is refused while the first is open, and may open after it closed', () => {
+    const d = dir();
+    const first = open(d);
+    first.transaction(() => first.createQueue('q_1', 'ns', 'a', 'cache', '{}', null, NOW));
+    const before = fs.readdirSync(d).sort();
+    assert.throws(() => new Store({ dataDir: d }), (e: StoreOpenError) => e.name === 'StoreOpenError' && e.problem === 'in_use' && /in use by another store in this process/.test(e.message));
+    assert.deepEqual(fs.readdirSync(d).sort(), before);
+    assert.equal(fs.readFileSync(path.join(d, LOCK_FILE), 'utf8').trim(), String(process.pid));
+    first.close();
+    assert.equal(fs.existsSync(path.join(d, LOCK_FILE)), false);
+    const second = open(d);
+    assert.equal(second.queueByName('ns', 'a')?.pub_id, 'q_1');
+  });
+
+  it('a lock left by a process that is gone (kill -9) is taken over; one held by a live process is not', () => {
+    const d = dir();
+    // A pid that has just exited.
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+    fs.writeFileSync(path.join(d, LOCK_FILE), `${gone}\n`);
+    const s = open(d);
+    assert.equal(fs.readFileSync(path.join(d, LOCK_FILE), 'utf8').trim(), String(process.pid));
+    s.close();
+    // The parent of this test process is alive.
+    fs.writeFileSync(path.join(d, LOCK_FILE), `${process.ppid}\n`);
+    assert.throws(() => new Store({ dataDir: d }), (e: StoreOpenError) => e.problem === 'in_use' && e.message.includes(`pid ${process.ppid}`));
+    assert.equal(fs.readFileSync(path.join(d, LOCK_FILE), 'utf8').trim(), String(process.ppid));
   });
 });

@@ -118,6 +118,26 @@ describe('reliability: resources and faults', function () {
     }
   });
 
+  it('a second emulator on a data directory in use is refused (data_dir), and a lock left by kill -9 is taken over', async () => {
+    const dir = tempDir();
+    const first = await startOk({ dataDir: dir });
+    try {
+      const r = await startChild({ dataDir: dir });
+      assert.ok(isFailure(r), 'a second emulator started on the same data directory');
+      assert.equal(r.code, 'data_dir');
+      assert.match(r.message, new RegExp(`in use by another Quayside emulator \\(pid ${first.pid}\\)`));
+      assert.equal(r.exitCode, 2);
+      await assert.rejects(startEmulator({ dataDir: dir }), (e: Error & { problem?: string }) => e.name === 'StoreOpenError' && e.problem === 'in_use');
+    } finally {
+      await kill9(first);
+    }
+    // The lock file is still there, naming a process that is gone: the next start takes it over.
+    assert.equal(fs.readFileSync(path.join(dir, 'quayside.lock'), 'utf8').trim(), String(first.pid));
+    const next = await startOk({ dataDir: dir });
+    await kill9(next);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   it('a data path that is a file, or whose quayside.db is a directory, gives a clear error', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'plain-file');
