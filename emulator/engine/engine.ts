@@ -65,7 +65,7 @@ export class Engine {
   /**
    * Lag records not written yet: a queue's row is written at most once a second (of the engine's
    * clock), not in every commit, which saves a page write per commit. What waits here is written
-   * when its step ends, when the engine is idle, before stats reads the history, and at close; a
+   * when its step ends, when the engine is idle, and at close (stats merges it without writing); a
    * kill -9 loses at most the last second of the chart, never a message.
    */
   private lagUnwritten = new Map<string, LagRecord>();
@@ -1057,7 +1057,7 @@ export class Engine {
       this.lagStaged.push(rec);
       // A step that ended is written with the first record of the next one; otherwise at most once a second.
       if (!same || now - (this.lagWrittenAt.get(id) ?? -Infinity) >= LAG_WRITE_EVERY_MS) {
-        for (const r of this.lagUnwritten.values()) if (r.id === id && r.pubId === rec.pubId && r.start !== start) this.writeLag(r, now);
+        for (const r of this.unwrittenLag(q)) if (r.start !== start) this.writeLag(r, now);
         this.writeLag(rec, now);
       }
     }

@@ -43,6 +43,10 @@ function processAlive(pid: number): boolean {
   }
 }
 
+function lockError(dataDir: string, e: unknown): StoreOpenError {
+  return new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); is the disk full or read-only?`);
+}
+
 /** Message ids reserved per meta write (see allocateMessageId). */
 const MESSAGE_ID_BLOCK = 1000;
 
@@ -102,7 +106,7 @@ export class Store implements QueueStore {
   }
 
   /** Lock files this process holds, so a second store in the same process is refused too. */
-  private static readonly held = new Set<string>();
+  private static readonly lockedFiles = new Set<string>();
 
   /**
    * One store per data directory: two would each hold counts the other does not see (and the
@@ -116,17 +120,15 @@ export class Store implements QueueStore {
       try {
         fd = fs.openSync(file, 'wx');
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') {
-          throw new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); is the disk full or read-only?`);
-        }
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(dataDir, e);
         let owner = NaN;
         try {
           owner = Number.parseInt(fs.readFileSync(file, 'utf8'), 10);
         } catch {
           // Gone in between: try again.
         }
-        if (Store.held.has(file) || (owner !== process.pid && processAlive(owner)) || attempt >= 2) {
-          const who = Store.held.has(file) ? 'another store in this process' : `another Quayside emulator (pid ${owner})`;
+        if (Store.lockedFiles.has(file) || (owner !== process.pid && processAlive(owner)) || attempt >= 2) {
+          const who = Store.lockedFiles.has(file) ? 'another store in this process' : `another Quayside emulator (pid ${owner})`;
           throw new StoreOpenError('in_use', `the data directory ${dataDir} is in use by ${who}; stop it or choose another data directory (if no emulator runs there, delete ${file})`);
         }
         fs.rmSync(file, { force: true }); // left by a process that is gone
@@ -137,17 +139,17 @@ export class Store implements QueueStore {
       } catch (e) {
         fs.closeSync(fd);
         fs.rmSync(file, { force: true });
-        throw new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); is the disk full or read-only?`);
+        throw lockError(dataDir, e);
       }
       fs.closeSync(fd);
-      Store.held.add(file);
+      Store.lockedFiles.add(file);
       return file;
     }
   }
 
   private unlock(): void {
     if (!this.lockFile) return;
-    Store.held.delete(this.lockFile);
+    Store.lockedFiles.delete(this.lockFile);
     fs.rmSync(this.lockFile, { force: true });
     this.lockFile = null;
   }
@@ -427,7 +429,7 @@ export class Store implements QueueStore {
 
   /** Counts every queue's messages again (a store that stopped with its table's counts behind). */
   private recount(): void {
-    this.db.transaction(() => {
+    this.transaction(() => {
       this.db.prepare('UPDATE queues SET n_waiting = 0, n_leased = 0, n_dead = 0, live_bytes = 0').run();
       const rows = this.db
         .prepare<[], { queue_id: number; w: number; l: number; d: number; b: number }>(
@@ -437,19 +439,19 @@ export class Store implements QueueStore {
         .all();
       for (const r of rows) this.s.queueCounts.run(r.w, r.l, r.d, r.b, r.queue_id);
       this.setMeta('counts_dirty', '0');
-    })();
+    });
   }
 
   /** Writes the counts that changed since the last flush to the queues table (one transaction). */
   flushCounts(): void {
     if (!this.countsDirty || this.file === null || !this.db.open || this.db.inTransaction) return;
-    this.db.transaction(() => {
+    this.transaction(() => {
       for (const id of this.changed) {
         const q = this.queues.get(id);
         if (q) this.s.queueCounts.run(q.n_waiting, q.n_leased, q.n_dead, q.live_bytes, id);
       }
       this.setMeta('counts_dirty', '0');
-    })();
+    });
     this.changed.clear();
     this.countsDirty = false;
   }
