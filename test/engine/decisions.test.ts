@@ -288,6 +288,31 @@ describe('engine: decisions', () => {
       }
     });
 
+    it('a batch long enough for multi-row inserts keeps every message whole, in order, with its own id, delay, dedupe key and attributes', async () => {
+      t = makeEngine();
+      // 61 = two statements of 25 rows, then 11 one by one.
+      const messages = Array.from({ length: 61 }, (_, i) => ({
+        body: { i, text: `m${i}` },
+        ...(i % 7 === 3 ? { delayMs: 60_000 } : {}),
+        ...(i % 10 === 5 ? { dedupeKey: `k${i}` } : {}),
+        ...(i === 30 ? { attributes: { who: 'thirty' } } : {}),
+      }));
+      const { results } = await t.engine.pushBatch({ ...ref, create: 'cache', messages });
+      const ids = results.map((r) => Number(r.id.slice(2)));
+      assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+      assert.equal(new Set(ids).size, 61);
+      assert.ok(results.every((r) => !r.deduped));
+      const delayed = messages.filter((m) => m.delayMs).length;
+      const c = (await t.engine.stats(ref)).counts;
+      assert.deepEqual([c.ready, c.delayed], [61 - delayed, delayed]);
+      const got = (await t.engine.pull({ ...ref, max: 100 })).messages;
+      assert.deepEqual(got.map((m) => m.body), messages.filter((m) => !m.delayMs).map((m) => m.body), 'ready ones come out oldest first, in batch order');
+      assert.deepEqual(got.map((m) => m.attempts), got.map(() => 1));
+      assert.equal(got.find((m) => (m.body as { i: number }).i === 30)?.attributes?.who, 'thirty');
+      // Dedupe keys written with the batch name their own messages.
+      for (const i of [5, 15, 55]) assert.deepEqual(await t.engine.push({ ...ref, body: 'again', dedupeKey: `k${i}` }), { id: results[i].id, deduped: true });
+    });
+
     it('a repeated id in replay counts once', async () => {
       t = makeEngine();
       await t.engine.push({ ...ref, body: 1, create: 'cache' });

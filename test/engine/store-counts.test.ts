@@ -93,6 +93,29 @@ describe('store: queue counts', () => {
     assert.equal(s.queueById(q.id), undefined);
   });
 
+  it('rows written by multi-row inserts roll back with their savepoint, and the counts with them; a claim takes the oldest visible first', () => {
+    const s = open(null);
+    const q = s.transaction(() => s.createQueue('q_1', 'ns', 'a', 'cache', '{}', null, NOW));
+    const batch = (n: number, tag: string) => Array.from({ length: n }, (_, i) => msg(`"${tag}${i}"`));
+    s.transaction(() => {
+      s.savepoint();
+      s.enqueue(q.id, batch(60, 'gone'), NOW); // two 25-row statements and ten single rows
+      s.rollbackSavepoint();
+      s.savepoint();
+      s.enqueue(q.id, batch(30, 'kept'), NOW);
+      s.releaseSavepoint();
+    });
+    const keptBytes = batch(30, 'kept').reduce((n, m) => n + m.size, 0);
+    assert.deepEqual(counts(s, q.id), [30, 0, 0, keptBytes]);
+    assert.equal(s.peekCount(q.id, ['ready'], NOW, null), 30);
+    // Later messages visible earlier are claimed first; equal times go by id.
+    s.transaction(() => s.enqueue(q.id, [{ ...msg('"early"'), visibleAt: NOW - 5 }], NOW));
+    const got = s.transaction(() => s.claim(q.id, 3, NOW, NOW + 1000, 9));
+    assert.deepEqual(got.map((r) => r.body), ['"early"', '"kept0"', '"kept1"']);
+    assert.deepEqual(got.map((r) => [r.state, r.attempts, r.lease_until, r.lease_token]), got.map(() => [1, 1, NOW + 1000, 9]));
+    assert.deepEqual(counts(s, q.id), [28, 3, 0, keptBytes + 7]);
+  });
+
   it('a commit marks the table behind in the same transaction; an idle flush and a clean close make it exact', () => {
     const d = dir();
     const s = open(d);
