@@ -12,7 +12,7 @@ import { ConsumerHub } from './consumers';
 import { GroupCommit } from './group-commit';
 import { PRESETS, TIME, isDialect, mergeConsumer, mergePolicy } from './presets';
 import * as v from './validate';
-import { messageId, parseMessageId, parseReceipt, receiptOf, toView, type Extra } from './views';
+import { messageId, parseMessageId, parseReceipt, toDelivery, toView, type Extra } from './views';
 import { Waiters, type Waiter } from './waiters';
 
 export type ChangeBody = Omit<ChangeEvent, 'event' | 'subscription'>;
@@ -573,7 +573,7 @@ export class Engine {
     if (rows.length === 0) return [];
     // The first row claimed is the oldest ready one: its wait is the lag at this instant.
     this.lagPoint(q.id, q.n_waiting, now - rows[0].visible_at);
-    const out = rows.map((r) => ({ ...toView(q, r, now), receipt: receiptOf(r.id, token), leaseUntil: now + leaseMs }));
+    const out = rows.map((r) => toDelivery(q, r, now, token));
     this.note(q, 'leased', out.map((m) => m.id));
     return out;
   }

@@ -1,4 +1,4 @@
-import type { MessageState, MessageView } from '../protocol';
+import type { Delivery, MessageState, MessageView } from '../protocol';
 import { DEAD, LEASED, type MessageRow, type QueueRow } from '../store/boundary';
 
 // Public ids and receipts. A receipt is the row id plus the delivery's lease token: checking it is a
@@ -56,4 +56,15 @@ export function toView(q: QueueRow, row: MessageRow, now: number): MessageView {
     deadReason: row.dead_reason,
     lastError: row.last_error,
   };
+}
+
+/**
+ * A claimed row as its consumer gets it: the view (whose leaseUntil is the new lease) and the
+ * receipt that settles it. Built in place: spreading the view into a new object cost 2.5 µs a
+ * message in consume + ack.
+ */
+export function toDelivery(q: QueueRow, row: MessageRow, now: number, token: number): Delivery {
+  const d = toView(q, row, now) as Delivery;
+  d.receipt = receiptOf(row.id, token);
+  return d;
 }
