@@ -4,7 +4,7 @@
 // process.cpuUsage(), over N messages, each figure the median of R repeats. --prof DIR also
 // writes the emulator's .cpuprofile there (node --cpu-prof).
 import fs from 'node:fs';
-import { drive, killAllChildrenSync, log, makeBody, median, type Sample } from './lib';
+import { argVal, drive, killAllChildrenSync, log, makeBody, median, type Sample } from './lib';
 import { QuaysideTarget, buildQuayside } from './targets/quayside';
 
 /** utime + stime of a process, in µs (clock ticks are 100 Hz on Linux x64). */
@@ -24,15 +24,10 @@ async function measure(pid: number, n: number, run: () => Promise<Sample>): Prom
 
 async function main(): Promise<void> {
   const which = process.argv[2] ?? 'all';
-  const arg = (name: string, dflt: number) => {
-    const i = process.argv.indexOf(name);
-    return i > 0 ? Number(process.argv[i + 1]) : dflt;
-  };
-  const n = arg('--n', 30_000);
-  const repeat = arg('--repeat', 3);
+  const n = Number(argVal('--n') ?? 30_000);
+  const repeat = Number(argVal('--repeat') ?? 3);
+  const profDir = argVal('--prof');
   buildQuayside();
-  const profIdx = process.argv.indexOf('--prof');
-  const profDir = profIdx > 0 ? process.argv[profIdx + 1] : null;
   const t = new QuaysideTarget(profDir ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profDir] } : {});
   await t.start();
   const pid = t.serverPid()!;

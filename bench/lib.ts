@@ -36,6 +36,12 @@ export const now = () => performance.now();
 
 // ------------------------------------------------------------------ bodies
 
+/** The value after `--name` on the command line, if given. */
+export function argVal(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i > 1 ? process.argv[i + 1] : undefined;
+}
+
 /** A ~200-byte JSON body (its JSON text is 200 bytes give or take a digit). */
 export function makeBody(i: number): Record<string, unknown> {
   const base = { id: i, kind: 'order.created', customer: `c-${(i * 7919) % 100000}`, total: (i % 1000) + 0.99, items: [{ sku: 'SKU-1', qty: 1 }], pad: '' };

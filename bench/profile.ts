@@ -4,7 +4,7 @@
 // bench/results/profiles/ for Chrome DevTools / speedscope).
 import fs from 'node:fs';
 import path from 'node:path';
-import { drive, killAllChildrenSync, log, makeBody } from './lib';
+import { argVal, drive, killAllChildrenSync, log, makeBody } from './lib';
 import { QuaysideTarget, buildQuayside, startCli } from './targets/quayside';
 import { removeTmpDir } from './lib';
 
@@ -39,8 +39,7 @@ function summarize(file: string, top = 25): string {
 
 async function main(): Promise<void> {
   const which = process.argv[2] ?? 'all';
-  const nArg = process.argv.indexOf('--n');
-  const n = nArg > 0 ? Number(process.argv[nArg + 1]) : 50_000;
+  const n = Number(argVal('--n') ?? 50_000);
   const dir = path.join(__dirname, 'results', 'profiles', `${which}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   fs.mkdirSync(dir, { recursive: true });
   buildQuayside();

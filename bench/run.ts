@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  BUILD, ROOT, drive, killAllChildrenSync, liveChildren, log, makeBody, makeTmpDir, median, now, removeTmpDir, rssOf, sleep, startProc, dirSizeMB, type Sample,
+  BUILD, ROOT, argVal, drive, killAllChildrenSync, liveChildren, log, makeBody, makeTmpDir, median, now, removeTmpDir, rssOf, sleep, startProc, dirSizeMB, type Sample,
 } from './lib';
 import type { Figure, GoalCheck, Results, TargetInfo } from './results-model';
 import { renderMarkdown } from './report';
@@ -19,12 +19,7 @@ import { QuaysideTarget, buildQuayside, startCli } from './targets/quayside';
 import { runQuaysideFaces } from './targets/quayside-faces';
 import type { QueueTarget } from './targets/types';
 
-const argv = process.argv.slice(2);
-const SMOKE = argv.includes('--smoke');
-const argVal = (name: string) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
+const SMOKE = process.argv.includes('--smoke');
 const ONLY = argVal('--only')?.split(',') ?? null;
 const SKIP = argVal('--skip')?.split(',') ?? [];
 const RUNS = Number(argVal('--runs') ?? 2);
