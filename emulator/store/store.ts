@@ -12,8 +12,21 @@ export type { QueueRow, MessageRow, LagRow, NewMessage, DueRow, TokenRow, Namesp
 
 const INSERT_MESSAGES = 'INSERT INTO messages (id, queue_id, state, visible_at, attempts, enqueued_at, expires_at, body, size, extra) VALUES';
 const INSERT_ROW = '(?, ?, 0, ?, 0, ?, ?, ?, ?, ?)';
-/** Rows per multi-row INSERT (8 parameters each, far under SQLite's 32,766). */
+const INSERT_PARAMS = 8;
+/** Rows per multi-row INSERT (far under SQLite's 32,766 parameters). */
 const INSERT_CHUNK = 25;
+
+/** One row's parameters for INSERT_ROW, written into `args` from `at`. */
+function bindInsert(args: unknown[], at: number, id: number, queueId: number, now: number, m: NewMessage): void {
+  args[at] = id;
+  args[at + 1] = queueId;
+  args[at + 2] = m.visibleAt;
+  args[at + 3] = now;
+  args[at + 4] = m.expiresAt;
+  args[at + 5] = m.body;
+  args[at + 6] = m.size;
+  args[at + 7] = m.extra;
+}
 
 /** The columns a claim reads back (the rest of the row it knows already). */
 type ClaimedRow = Pick<MessageRow, 'id' | 'visible_at' | 'attempts' | 'enqueued_at' | 'expires_at' | 'body' | 'size' | 'extra' | 'last_error'>;
@@ -642,34 +655,21 @@ export class Store implements QueueStore {
       const m = items[i];
       ids[i] = this.allocateMessageId();
       this.noteDue(m.expiresAt);
+      if (m.dedupeKey !== null) this.s.dedupePut.run(queueId, m.dedupeKey, ids[i], m.dedupeUntil);
       bytes += m.size;
     }
     let i = 0;
     if (items.length >= INSERT_CHUNK) {
-      const args: unknown[] = new Array(INSERT_CHUNK * 8);
+      const chunk: unknown[] = new Array(INSERT_CHUNK * INSERT_PARAMS);
       for (; i + INSERT_CHUNK <= items.length; i += INSERT_CHUNK) {
-        for (let k = 0; k < INSERT_CHUNK; k++) {
-          const m = items[i + k];
-          const a = k * 8;
-          args[a] = ids[i + k];
-          args[a + 1] = queueId;
-          args[a + 2] = m.visibleAt;
-          args[a + 3] = now;
-          args[a + 4] = m.expiresAt;
-          args[a + 5] = m.body;
-          args[a + 6] = m.size;
-          args[a + 7] = m.extra;
-        }
-        this.s.insertChunk.run(args);
+        for (let k = 0; k < INSERT_CHUNK; k++) bindInsert(chunk, k * INSERT_PARAMS, ids[i + k], queueId, now, items[i + k]);
+        this.s.insertChunk.run(chunk);
       }
     }
+    const one: unknown[] = new Array(INSERT_PARAMS);
     for (; i < items.length; i++) {
-      const m = items[i];
-      this.s.insert.run(ids[i], queueId, m.visibleAt, now, m.expiresAt, m.body, m.size, m.extra);
-    }
-    for (let j = 0; j < items.length; j++) {
-      const m = items[j];
-      if (m.dedupeKey !== null) this.s.dedupePut.run(queueId, m.dedupeKey, ids[j], m.dedupeUntil);
+      bindInsert(one, 0, ids[i], queueId, now, items[i]);
+      this.s.insert.run(one);
     }
     this.bump(queueId, items.length, 0, 0, bytes);
     return ids;
