@@ -10,22 +10,23 @@ import { DEAD, LEASED, WAITING, type AuditRow, type DueRow, type LagRow, type Me
 export { WAITING, LEASED, DEAD } from './boundary';
 export type { QueueRow, MessageRow, LagRow, NewMessage, DueRow, TokenRow, NamespaceRow, AuditRow, QueueStore } from './boundary';
 
-const INSERT_MESSAGES = 'INSERT INTO messages (id, queue_id, state, visible_at, attempts, enqueued_at, expires_at, body, size, extra) VALUES';
-const INSERT_ROW = '(?, ?, 0, ?, 0, ?, ?, ?, ?, ?)';
-const INSERT_PARAMS = 8;
+const INSERT_MESSAGES = 'INSERT INTO messages (id, seq, queue_id, state, visible_at, attempts, enqueued_at, expires_at, body, size, extra) VALUES';
+const INSERT_ROW = '(?, ?, ?, 0, ?, 0, ?, ?, ?, ?, ?)';
+const INSERT_PARAMS = 9;
 /** Rows per multi-row INSERT (far under SQLite's 32,766 parameters). */
 const INSERT_CHUNK = 25;
 
 /** One row's parameters for INSERT_ROW, written into `args` from `at`. */
 function bindInsert(args: unknown[], at: number, id: number, queueId: number, now: number, m: NewMessage): void {
   args[at] = id;
-  args[at + 1] = queueId;
-  args[at + 2] = m.visibleAt;
-  args[at + 3] = now;
-  args[at + 4] = m.expiresAt;
-  args[at + 5] = m.body;
-  args[at + 6] = m.size;
-  args[at + 7] = m.extra;
+  args[at + 1] = id; // seq: a new message waits in id order
+  args[at + 2] = queueId;
+  args[at + 3] = m.visibleAt;
+  args[at + 4] = now;
+  args[at + 5] = m.expiresAt;
+  args[at + 6] = m.body;
+  args[at + 7] = m.size;
+  args[at + 8] = m.extra;
 }
 
 /** The columns a claim reads back (the rest of the row it knows already). */
@@ -277,28 +278,28 @@ export class Store implements QueueStore {
       // an ephemeral table. Only what the claim does not already know is read: a waiting row
       // has no dead_at or dead_reason (replay clears them); state, lease and queue are set here.
       claimPick: d.prepare<[number, number, number], ClaimedRow>(
-        'SELECT id, visible_at, attempts, enqueued_at, expires_at, body, size, extra, last_error FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? ORDER BY visible_at, id LIMIT ?',
+        'SELECT id, visible_at, attempts, enqueued_at, expires_at, body, size, extra, last_error FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? ORDER BY visible_at, seq LIMIT ?',
       ),
       claimOne: d.prepare('UPDATE messages SET state = 1, attempts = ?, lease_token = ?, lease_until = ? WHERE id = ?'),
       // A receipt is good only for its own delivery and only until its lease ends.
       leasedRow: d.prepare<[number, number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE id = ? AND state = 1 AND lease_token = ? AND lease_until > ?'),
       deleteById: d.prepare('DELETE FROM messages WHERE id = ?'),
-      requeue: d.prepare('UPDATE messages SET state = 0, visible_at = ?, lease_until = NULL, lease_token = NULL, last_error = COALESCE(?, last_error) WHERE id = ?'),
+      requeue: d.prepare('UPDATE messages SET state = 0, visible_at = ?, seq = ?, lease_until = NULL, lease_token = NULL, last_error = COALESCE(?, last_error) WHERE id = ?'),
       toDead: d.prepare('UPDATE messages SET state = 2, lease_until = NULL, lease_token = NULL, dead_at = ?, dead_reason = ?, last_error = COALESCE(?, last_error), expires_at = ? WHERE id = ?'),
       extend: d.prepare('UPDATE messages SET lease_until = ? WHERE id = ?'),
 
       nextLease: d.prepare<[], { t: number | null }>('SELECT min(lease_until) AS t FROM messages WHERE state = 1'),
       nextExpiry: d.prepare<[], { t: number | null }>('SELECT min(expires_at) AS t FROM messages WHERE expires_at IS NOT NULL'),
-      dueLeases: d.prepare<[number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE state = 1 AND lease_until <= ? ORDER BY lease_until LIMIT ?'),
+      dueLeases: d.prepare<[number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE state = 1 AND lease_until <= ? ORDER BY lease_until, seq LIMIT ?'),
       dueExpiry: d.prepare<[number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?'),
       nextDelayed: d.prepare<[number, number], { t: number | null }>('SELECT min(visible_at) AS t FROM messages WHERE queue_id = ? AND state = 0 AND visible_at > ?'),
-      oldestReady: d.prepare<[number, number], { visible_at: number }>('SELECT visible_at FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? ORDER BY visible_at, id LIMIT 1'),
+      oldestReady: d.prepare<[number, number], { visible_at: number }>('SELECT visible_at FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? ORDER BY visible_at, seq LIMIT 1'),
       countDelayed: d.prepare<[number, number], { n: number }>('SELECT count(*) AS n FROM messages WHERE queue_id = ? AND state = 0 AND visible_at > ?'),
       readyAtMost: d.prepare<[number, number, number], { n: number }>('SELECT count(*) AS n FROM (SELECT 1 FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? LIMIT ?)'),
 
       deadOldest: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE queue_id = ? AND state = 2 ORDER BY dead_at, id LIMIT ?'),
       deadRow: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE id = ? AND queue_id = ? AND state = 2'),
-      replay: d.prepare('UPDATE messages SET state = 0, attempts = 0, visible_at = ?, expires_at = ?, dead_at = NULL, dead_reason = NULL WHERE id = ?'),
+      replay: d.prepare('UPDATE messages SET state = 0, attempts = 0, visible_at = ?, seq = ?, expires_at = ?, dead_at = NULL, dead_reason = NULL WHERE id = ?'),
       purgeDeadAll: d.prepare('DELETE FROM messages WHERE queue_id = ? AND state = 2'),
       purgeLive: d.prepare<[number], { size: number; state: number }>('DELETE FROM messages WHERE queue_id = ? AND state IN (0, 1) RETURNING size, state'),
 
@@ -647,6 +648,14 @@ export class Store implements QueueStore {
     return id;
   }
 
+  /**
+   * A place at the back of the queue for a message that waits again (requeue, replay). It comes
+   * from the id allocator, so it is above every id and seq handed out before, across restarts too.
+   */
+  private freshSeq(): number {
+    return this.allocateMessageId();
+  }
+
   /** Inserts messages (dedupe already checked by the caller in the same transaction). */
   enqueue(queueId: number, items: NewMessage[], now: number): number[] {
     const ids: number[] = new Array(items.length);
@@ -732,7 +741,7 @@ export class Store implements QueueStore {
   }
 
   requeue(row: { id: number; queue_id: number }, visibleAt: number, error: string | null): void {
-    this.s.requeue.run(visibleAt, error, row.id);
+    this.s.requeue.run(visibleAt, this.freshSeq(), error, row.id);
     this.bump(row.queue_id, 1, -1, 0, 0);
   }
 
@@ -804,7 +813,7 @@ export class Store implements QueueStore {
     const rows = ids === null ? this.s.deadOldest.all(queueId, max) : ids.map((id) => this.s.deadRow.get(id, queueId)).filter((r): r is { id: number; size: number } => !!r);
     let bytes = 0;
     for (const r of rows) {
-      this.s.replay.run(now, expiresAt, r.id);
+      this.s.replay.run(now, this.freshSeq(), expiresAt, r.id);
       this.noteDue(expiresAt);
       bytes += r.size;
     }

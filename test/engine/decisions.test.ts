@@ -288,6 +288,48 @@ describe('engine: decisions', () => {
       }
     });
 
+    it('a schema-2 database migrates to queue order by seq: its messages keep their order, ahead of new ones, and a requeue goes to the back', async () => {
+      const dir = tempDir();
+      const start = Date.UTC(2026, 0, 5, 10, 0, 0);
+      try {
+        const file = path.join(dir, DB_FILE);
+        const db = new Database(file);
+        db.pragma('journal_mode = WAL');
+        db.exec(MIGRATIONS[0]);
+        db.exec(MIGRATIONS[1]);
+        db.pragma(`application_id = ${APPLICATION_ID}`);
+        db.pragma('user_version = 2');
+        // The policy a cache queue is created with, taken from a current engine.
+        const fresh = makeEngine();
+        await fresh.engine.createQueue({ ...ref, dialect: 'cache' });
+        const policy = (fresh.store.db.prepare('SELECT policy FROM queues').get() as { policy: string }).policy;
+        await fresh.close();
+        db.prepare("INSERT INTO queues (id, pub_id, ns, name, dialect, policy, created_at, n_waiting, live_bytes) VALUES (1, 'q_old', 'ns', 'q', 'cache', ?, 0, 3, 3)").run(policy);
+        // Three waiting messages that all became visible at the instant the engine starts at.
+        const ins = db.prepare('INSERT INTO messages (id, queue_id, state, visible_at, enqueued_at, body, size) VALUES (?, 1, 0, ?, ?, ?, 1)');
+        for (const id of [7, 8, 9]) ins.run(id, start, start, JSON.stringify(`old${id}`));
+        db.close();
+        t = makeEngine({ dataDir: dir, start });
+        const [first] = (await t.engine.pull(ref)).messages;
+        assert.equal(first.id, 'm_7');
+        assert.equal((await t.engine.nack({ receipt: first.receipt })).ok, true);
+        await t.engine.push({ ...ref, body: 'new' });
+        const { messages } = await t.engine.pull({ ...ref, max: 10 });
+        assert.deepEqual(messages.map((m) => m.body), ['old8', 'old9', 'old7', 'new']);
+        const check = new Database(file, { readonly: true });
+        assert.equal(check.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+        const cols = (check.prepare("SELECT name FROM pragma_table_info('messages')").all() as { name: string }[]).map((c) => c.name);
+        assert.ok(cols.includes('seq'));
+        const ready = (check.prepare("SELECT sql FROM sqlite_master WHERE name = 'msg_ready'").get() as { sql: string }).sql;
+        assert.match(ready, /\(queue_id, visible_at, seq\)/);
+        check.close();
+      } finally {
+        await t.close();
+        t = null as never;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('a batch long enough for multi-row inserts keeps every message whole, in order, with its own id, delay, dedupe key and attributes', async () => {
       t = makeEngine();
       // 61 = two statements of 25 rows, then 11 one by one.

@@ -115,6 +115,26 @@ describe('engine: message transitions', () => {
       assert.equal(messages[1].attempts, 2);
     }));
 
+  it('a nacked, expired or replayed message goes behind the ones waiting, even at the same instant', () =>
+    withQueue('cache', async (t) => {
+      // No clock movement at all: every visible_at below ties, so only the queue's own order decides.
+      const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((body) => t.engine.push({ ...ref, body })));
+      const m = await pullOne(t);
+      assert.equal(m.id, a.id);
+      assert.equal((await t.engine.nack({ receipt: m.receipt })).ok, true);
+      const d = await t.engine.push({ ...ref, body: 'd' });
+      let { messages } = await t.engine.pull({ ...ref, max: 10, leaseMs: 1000 });
+      assert.deepEqual(messages.map((x) => x.body), ['b', 'c', 'a', 'd'], 'a nack goes to the back, ahead of what is pushed after it');
+      // All four leases end together; then b is killed and replayed: behind the other three.
+      await t.advance(1000);
+      ({ messages } = await t.engine.pull({ ...ref, max: 1 }));
+      assert.equal(messages[0].id, b.id, 'expired leases come back in the order they were leased');
+      await t.engine.nack({ receipt: messages[0].receipt, dead: true });
+      assert.deepEqual(await t.engine.replay({ ...ref, ids: [b.id] }), { replayed: 1 });
+      ({ messages } = await t.engine.pull({ ...ref, max: 10 }));
+      assert.deepEqual(messages.map((x) => x.id), [c.id, a.id, d.id, b.id]);
+    }));
+
   it('nack with a delay makes it delayed, then ready', () =>
     withQueue('cache', async (t) => {
       const { id } = await t.engine.push({ ...ref, body: 1 });
