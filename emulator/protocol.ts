@@ -241,10 +241,11 @@ export interface Ops {
   'push.batch': { args: QueueRef & { messages: PushInput[]; create?: Dialect }; result: { results: PushResult[] } };
   /** `waitMs` > 0 holds the request until a message is ready or the wait ends. */
   pull: { args: QueueRef & { max?: number; leaseMs?: number; waitMs?: number; consumerId?: string }; result: { messages: Delivery[] } };
-  ack: { args: { receipt: string }; result: { ok: boolean } };
-  'ack.batch': { args: { receipts: string[] }; result: { acked: number; stale: number } };
-  nack: { args: { receipt: string; delayMs?: number; reason?: string; error?: string; dead?: boolean }; result: { ok: boolean } };
-  extend: { args: { receipt: string; leaseMs?: number }; result: { ok: boolean; leaseUntil: number | null } };
+  // Settles may name the queue (both namespace and queue): a receipt of another queue is then stale.
+  ack: { args: { receipt: string } & Partial<QueueRef>; result: { ok: boolean } };
+  'ack.batch': { args: { receipts: string[] } & Partial<QueueRef>; result: { acked: number; stale: number } };
+  nack: { args: { receipt: string; delayMs?: number; reason?: string; error?: string; dead?: boolean } & Partial<QueueRef>; result: { ok: boolean } };
+  extend: { args: { receipt: string; leaseMs?: number } & Partial<QueueRef>; result: { ok: boolean; leaseUntil: number | null } };
   peek: {
     args: QueueRef & { states?: MessageState[]; limit?: number; cursor?: string; search?: string };
     result: { messages: MessageView[]; next: string | null; total: number };

@@ -579,20 +579,28 @@ export class Engine {
   }
 
   /** The leased row a receipt names, if the receipt is still good (strict: its lease has not ended). */
-  private leasedBy(receipt: unknown, actor: Actor): { row: DueRow; q: QueueRow } | null {
+  private leasedBy(receipt: unknown, actor: Actor, scope: QueueRow | null = null): { row: DueRow; q: QueueRow } | null {
     if (typeof receipt !== 'string' || receipt.length === 0) throw invalid('receipt must be a non-empty string');
     const r = parseReceipt(receipt);
     if (!r) throw invalid(`"${receipt.slice(0, 60)}" is not a receipt`);
     const row = this.store.leased(r.id, r.token, this.clock.now());
     if (!row) return null;
+    // Settling through one queue never reaches another's message: that receipt is stale here.
+    if (scope && row.queue_id !== scope.id) return null;
     const q = this.store.queueById(row.queue_id)!;
     if (actor.namespace !== null && actor.namespace !== q.ns) return null;
     return { row, q };
   }
 
-  ack(args: { receipt: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean }> {
+  /** The queue a settle names, if it names one (see leasedBy's scope). */
+  private scopeOf(args: { namespace?: unknown; queue?: unknown }, actor: Actor): QueueRow | null {
+    if (args.namespace === undefined && args.queue === undefined) return null;
+    return this.queueRow(args as Ref, actor);
+  }
+
+  ack(args: { receipt: unknown; namespace?: unknown; queue?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean }> {
     return this.op(() => {
-      const hit = this.leasedBy(args.receipt, actor);
+      const hit = this.leasedBy(args.receipt, actor, this.scopeOf(args, actor));
       if (!hit) return { ok: false };
       this.store.ack([hit.row]);
       this.note(hit.q, 'acked', [messageId(hit.row.id)]);
@@ -600,37 +608,67 @@ export class Engine {
     });
   }
 
-  ackBatch(args: { receipts: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ acked: number; stale: number }> {
+  ackBatch(args: { receipts: unknown; namespace?: unknown; queue?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ acked: number; stale: number }> {
     return this.op(() => {
       if (!Array.isArray(args.receipts)) throw invalid('receipts must be an array');
       if (args.receipts.length > LIMITS.maxBatchMessages) throw invalid(`at most ${LIMITS.maxBatchMessages} receipts at once`);
-      const hits = args.receipts.map((r) => this.leasedBy(r, actor));
-      // A receipt given twice acks once (the second finds nothing to do: counted stale).
-      const good: NonNullable<(typeof hits)[number]>[] = [];
-      const seen = new Set<number>();
-      for (const h of hits) {
-        if (!h || seen.has(h.row.id)) continue;
-        seen.add(h.row.id);
-        good.push(h);
-      }
-      this.store.ack(good.map((h) => h.row));
-      for (const hit of good) this.note(hit.q, 'acked', [messageId(hit.row.id)]);
-      return { acked: good.length, stale: hits.length - good.length };
+      const acked = this.ackNow(args.receipts, actor, this.scopeOf(args, actor));
+      return { acked, stale: args.receipts.length - acked };
     });
   }
 
-  nack(args: { receipt: unknown; delayMs?: unknown; reason?: unknown; error?: unknown; dead?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean }> {
+  /** Acks what the receipts name (all checked first); a receipt given twice acks once. Returns how many. */
+  private ackNow(receipts: unknown[], actor: Actor, scope: QueueRow | null): number {
+    const hits = receipts.map((r) => this.leasedBy(r, actor, scope));
+    const good: NonNullable<(typeof hits)[number]>[] = [];
+    const seen = new Set<number>();
+    for (const h of hits) {
+      if (!h || seen.has(h.row.id)) continue;
+      seen.add(h.row.id);
+      good.push(h);
+    }
+    this.store.ack(good.map((h) => h.row));
+    for (const hit of good) this.note(hit.q, 'acked', [messageId(hit.row.id)]);
+    return good.length;
+  }
+
+  nack(args: { receipt: unknown; delayMs?: unknown; reason?: unknown; error?: unknown; dead?: unknown; namespace?: unknown; queue?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean }> {
+    return this.op(() => ({ ok: this.nackNow(args, actor, this.scopeOf(args, actor), '') }));
+  }
+
+  /** One nack; its arguments are checked before anything moves, so a bad nack settles nothing. */
+  private nackNow(args: { receipt: unknown; delayMs?: unknown; reason?: unknown; error?: unknown; dead?: unknown }, actor: Actor, scope: QueueRow | null, at: string): boolean {
+    const reason = v.optStr(args.reason, `${at}reason`, 200);
+    const error = args.error === undefined || args.error === null ? null : v.str(args.error, `${at}error`, 1 << 20).slice(0, 8192);
+    const toDead = v.bool(args.dead, `${at}dead`) ?? false;
+    const hit = this.leasedBy(args.receipt, actor, scope);
+    const maxDelay = hit ? this.policyOf(hit.q).maxNackDelayMs : 365 * TIME.DAY;
+    const delay = v.optInt(args.delayMs, `${at}delayMs`, 0, maxDelay) ?? 0;
+    if (!hit) return false;
+    this.release(hit.q, hit.row, { delay, reason: reason ?? null, error, toDead });
+    return true;
+  }
+
+  /**
+   * Acks and nacks of one queue as one transition (the env dialect's POST …/ack): a bad receipt or
+   * delay anywhere refuses the whole request and settles nothing; a receipt of another queue, or one
+   * already settled earlier in the same request, is stale.
+   */
+  settleBatch(args: Ref & { acks?: unknown; nacks?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ acked: number; nacked: number; stale: number }> {
     return this.op(() => {
-      // Arguments are checked before anything moves, so a bad nack settles nothing.
-      const reason = v.optStr(args.reason, 'reason', 200);
-      const error = args.error === undefined || args.error === null ? null : v.str(args.error, 'error', 1 << 20).slice(0, 8192);
-      const toDead = v.bool(args.dead, 'dead') ?? false;
-      const hit = this.leasedBy(args.receipt, actor);
-      const maxDelay = hit ? this.policyOf(hit.q).maxNackDelayMs : 365 * TIME.DAY;
-      const delay = v.optInt(args.delayMs, 'delayMs', 0, maxDelay) ?? 0;
-      if (!hit) return { ok: false };
-      this.release(hit.q, hit.row, { delay, reason: reason ?? null, error, toDead });
-      return { ok: true };
+      const scope = this.queueRow(args, actor);
+      const acks = args.acks ?? [];
+      const nacks = args.nacks ?? [];
+      if (!Array.isArray(acks)) throw invalid('acks must be an array of receipts');
+      if (!Array.isArray(nacks)) throw invalid('nacks must be an array of { receipt, delayMs? }');
+      if (acks.length + nacks.length > LIMITS.maxBatchMessages) throw invalid(`at most ${LIMITS.maxBatchMessages} receipts at once`);
+      const acked = this.ackNow(acks, actor, scope);
+      let nacked = 0;
+      nacks.forEach((n, i) => {
+        const one = v.obj(n, `nacks[${i}]`);
+        if (this.nackNow({ receipt: one.receipt, delayMs: one.delayMs }, actor, scope, `nacks[${i}].`)) nacked++;
+      });
+      return { acked, nacked, stale: acks.length + nacks.length - acked - nacked };
     });
   }
 
@@ -651,10 +689,10 @@ export class Engine {
     this.note(q, 'requeued', [id]);
   }
 
-  extend(args: { receipt: unknown; leaseMs?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean; leaseUntil: number | null }> {
+  extend(args: { receipt: unknown; leaseMs?: unknown; namespace?: unknown; queue?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean; leaseUntil: number | null }> {
     return this.op(() => {
       const leaseMsArg = v.optInt(args.leaseMs, 'leaseMs', 1, 12 * TIME.HOUR);
-      const hit = this.leasedBy(args.receipt, actor);
+      const hit = this.leasedBy(args.receipt, actor, this.scopeOf(args, actor));
       if (!hit) return { ok: false, leaseUntil: null };
       const leaseUntil = this.clock.now() + (leaseMsArg ?? this.policyOf(hit.q).leaseMs);
       this.store.extend(hit.row.id, leaseUntil);

@@ -143,11 +143,31 @@ function onlyKnown(b: Record<string, unknown>, allowed: string[]): void {
   for (const k of Object.keys(b)) if (!allowed.includes(k)) throw invalid(`unknown field "${k}"; expected ${allowed.join(', ')}`);
 }
 
+/**
+ * The content types env.queue.send knows, as they travel: json (any JSON value), text (a string),
+ * bytes (base64 text; the env client encodes a Uint8Array so). Anything else, v8 included, is refused.
+ */
+function checkContent(body: unknown, contentType: unknown, at: string): void {
+  if (contentType === undefined || contentType === null || contentType === 'json') return;
+  if (contentType === 'text') {
+    if (typeof body !== 'string') throw invalid(`${at}body must be a string with contentType "text"`);
+    return;
+  }
+  if (contentType === 'bytes') {
+    if (typeof body !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0) {
+      throw invalid(`${at}body must be base64 text with contentType "bytes"`);
+    }
+    return;
+  }
+  throw invalid(`${at}contentType must be "json", "text" or "bytes", got ${JSON.stringify(contentType).slice(0, 60)}`);
+}
+
 function sendInput(m: Record<string, unknown>, at = '') {
   if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid(`${at || 'message'} must be an object`);
   onlyKnown(m, ['body', 'contentType', 'delaySeconds', 'attributes', 'dedupId']);
   if (!('body' in m)) throw invalid(`${at}body is missing`);
   const delay = num(m.delaySeconds, `${at}delaySeconds`, 0, 43200);
+  checkContent(m.body, m.contentType, at);
   return {
     body: m.body,
     contentType: m.contentType as string | undefined,
@@ -246,34 +266,29 @@ async function receive(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
 
 async function ackRetry(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['acks', 'retries']);
-  await queueById(c, m[1]);
+  const q = await queueById(c, m[1]);
   const acks = c.body.acks ?? [];
   const retries = c.body.retries ?? [];
   if (!Array.isArray(acks) || !acks.every((a) => typeof a === 'string')) throw invalid('acks must be an array of leaseIds');
   if (!Array.isArray(retries)) throw invalid('retries must be an array of { leaseId, delaySeconds? }');
-  const parsed = retries.map((r, i) => {
+  const nacks = retries.map((r, i) => {
     if (typeof r !== 'object' || r === null || typeof (r as { leaseId?: unknown }).leaseId !== 'string') throw invalid(`retries[${i}].leaseId must be a string`);
     const d = num((r as { delaySeconds?: unknown }).delaySeconds, `retries[${i}].delaySeconds`, 0, 43200);
     return { receipt: (r as { leaseId: string }).leaseId, delayMs: d === undefined ? undefined : d * 1000 };
   });
-  const a = acks.length ? await c.engine.ackBatch({ receipts: acks }, c.actor) : { acked: 0, stale: 0 };
-  let retried = 0;
-  let stale = a.stale;
-  for (const r of parsed) {
-    if ((await c.engine.nack(r, c.actor)).ok) retried++;
-    else stale++;
-  }
-  return [200, { acked: a.acked, retried, stale }];
+  // One transition: a bad leaseId anywhere settles nothing, and a lease of another queue is stale.
+  const r = await c.engine.settleBatch({ ...ref(q), acks, nacks }, c.actor);
+  return [200, { acked: r.acked, retried: r.nacked, stale: r.stale }];
 }
 
 async function extend(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['leaseId', 'visibilityMs']);
-  await queueById(c, m[1]);
+  const q = await queueById(c, m[1]);
   if (typeof c.body.leaseId !== 'string') throw invalid('leaseId must be a string');
   const leaseMs = num(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
   if (leaseMs === undefined) throw invalid('visibilityMs is required');
-  const r = await c.engine.extend({ receipt: c.body.leaseId, leaseMs }, c.actor);
-  if (!r.ok) throw new QuaysideError('conflict', 'the lease has ended or was never valid; nothing was extended');
+  const r = await c.engine.extend({ ...ref(q), receipt: c.body.leaseId, leaseMs }, c.actor);
+  if (!r.ok) throw new QuaysideError('conflict', 'the lease has ended, belongs to another queue or was never valid; nothing was extended');
   return [200, { leaseExpiresAt: r.leaseUntil }];
 }
 

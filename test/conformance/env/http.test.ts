@@ -81,4 +81,53 @@ describe('conformance: env HTTP API', () => {
     const ok = await call('POST', `/v1/queues/${q.id}/messages`, { messages: [{ body: 2 }] });
     assert.equal(ok.body.ids.length, 1);
   });
+
+  it('POST …/ack is one transition: a bad leaseId anywhere settles nothing; leases of another queue are stale there', async () => {
+    const project = fresh('p');
+    const a = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'a' })).body;
+    const b = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'b' })).body;
+    await call('POST', `/v1/queues/${a.id}/messages`, { messages: [{ body: 1 }, { body: 2 }, { body: 3 }] });
+    await call('POST', `/v1/queues/${b.id}/messages`, { body: 'b' });
+    const [m1, m2, m3] = (await call('POST', `/v1/queues/${a.id}/receive`, { max: 3 })).body.messages;
+    const [mb] = (await call('POST', `/v1/queues/${b.id}/receive`, {})).body.messages;
+    const states = async () => (await call('GET', `/v1/queues/${a.id}/messages`)).body.messages.map((m: any) => m.state);
+    for (const body of [
+      { acks: [m1.leaseId], retries: [{ leaseId: 'bogus' }] },
+      { retries: [{ leaseId: m1.leaseId }, { leaseId: m2.leaseId, delaySeconds: -1 }] },
+      { acks: [m1.leaseId, 'bogus'] },
+    ]) {
+      const r = await call('POST', `/v1/queues/${a.id}/ack`, body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.body.error.code, 'invalid_argument');
+      assert.deepEqual(await states(), ['leased', 'leased', 'leased'], `${JSON.stringify(body)} changed something`);
+    }
+    // b's lease through a's route: stale, and b's message stays leased; a lease named twice settles once.
+    const r = await call('POST', `/v1/queues/${a.id}/ack`, { acks: [m1.leaseId, mb.leaseId], retries: [{ leaseId: m2.leaseId }, { leaseId: m1.leaseId }] });
+    assert.deepEqual(r.body, { acked: 1, retried: 1, stale: 2 });
+    assert.deepEqual((await call('GET', `/v1/queues/${b.id}`)).body.counts.inFlight, 1);
+    assert.equal((await call('POST', `/v1/queues/${a.id}/extend`, { leaseId: mb.leaseId, visibilityMs: 1000 })).status, 409);
+    assert.equal((await call('POST', `/v1/queues/${b.id}/extend`, { leaseId: mb.leaseId, visibilityMs: 1000 })).status, 200);
+    assert.deepEqual((await call('POST', `/v1/queues/${b.id}/ack`, { acks: [mb.leaseId, m3.leaseId] })).body, { acked: 1, retried: 0, stale: 1 });
+  });
+
+  it('POST …/messages checks contentType as env.queue.send does: json, text (a string) or bytes (base64); anything else is refused', async () => {
+    const project = fresh('p');
+    const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'ct' })).body;
+    for (const body of [
+      { body: 5, contentType: 'text' },
+      { body: 5, contentType: 'v8' },
+      { body: 'not base64!', contentType: 'bytes' },
+      { messages: [{ body: 'ok', contentType: 'text' }, { body: {}, contentType: 'xml' }] },
+    ]) {
+      const r = await call('POST', `/v1/queues/${q.id}/messages`, body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.body.error.code, 'invalid_argument');
+    }
+    assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
+    for (const body of [{ body: 'hi', contentType: 'text' }, { body: 'AQL/', contentType: 'bytes' }, { body: { a: 1 }, contentType: 'json' }, { body: [1] }]) {
+      assert.equal((await call('POST', `/v1/queues/${q.id}/messages`, body)).status, 201, JSON.stringify(body));
+    }
+    const peek = (await call('GET', `/v1/queues/${q.id}/messages`)).body.messages;
+    assert.deepEqual(peek.map((m: any) => m.contentType), ['text', 'bytes', 'json', 'json']);
+  });
 });
