@@ -82,6 +82,8 @@ export class Engine {
   private timer: NodeJS.Timeout | null = null;
   private timerAt: number | null = null;
   private lastLagStep: number;
+  /** Start of the lag step that ended in this transaction (applyDue saw the clock cross into a new one). */
+  private lagStepEnded: number | null = null;
   private closed = false;
   private advancing: Promise<number> | null = null;
 
@@ -976,6 +978,7 @@ export class Engine {
     const step = stepOf(now);
     if (step !== this.lastLagStep) {
       this.lastLagStep = step;
+      this.lagStepEnded = step - HALF_HOUR;
       // A new half-hour step: queues that hold messages get a point even if nothing moves.
       for (const q of this.store.listQueues()) if (q.n_waiting > 0) this.touched.add(q.id);
       this.store.lagSweep(now - 25 * TIME.HOUR);
@@ -1078,6 +1081,8 @@ export class Engine {
   private recordLag(): void {
     const before = this.lagBefore;
     this.lagBefore = new Map();
+    const ended = this.lagStepEnded;
+    this.lagStepEnded = null;
     if (this.touched.size === 0) return;
     const now = this.clock.now();
     const start = stepOf(now);
@@ -1085,6 +1090,8 @@ export class Engine {
       const q = this.store.queueById(id);
       if (!q) continue;
       const oldest = q.n_waiting > 0 ? this.store.oldestReadyAt(id, now) : null;
+      // The step that just ended keeps what its oldest message had waited by its last instant.
+      if (ended !== null && oldest !== null) this.closeLagStep(q, ended, Math.max(0, ended + HALF_HOUR - oldest), now);
       const seenBefore = before.get(id);
       const depth = Math.max(q.n_waiting, seenBefore?.depth ?? 0);
       const wait = Math.max(oldest === null ? 0 : Math.max(0, now - oldest), seenBefore?.wait ?? 0);
@@ -1099,6 +1106,15 @@ export class Engine {
         this.writeLag(rec, now);
       }
     }
+  }
+
+  /** The final reading of an ended step, merged with what it holds, written at once (it no longer changes). */
+  private closeLagStep(q: QueueRow, start: number, wait: number, now: number): void {
+    const seen = this.lagSeen.get(q.id);
+    const same = seen?.start === start;
+    const rec: LagRecord = { id: q.id, pubId: q.pub_id, start, depth: Math.max(q.n_waiting, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting };
+    this.lagStaged.push(rec);
+    this.writeLag(rec, now);
   }
 
   /** Writes one lag record inside the open transaction; settleLag forgets it once that commits. */

@@ -424,6 +424,27 @@ describe('engine: decisions', () => {
       assert.equal(lagHistory[lagHistory.length - 1].peakDepth, 0);
     });
 
+    it('lag_history: each ended step keeps the wait its oldest message had reached by the step\'s end, and no step\'s figure goes down later', async () => {
+      const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
+      t = makeEngine({ start: step0 + MINUTE });
+      await t.engine.push({ ...ref, body: 'waits', create: 'cache' });
+      const steps = async () => {
+        const { lagHistory } = await t.engine.stats(ref);
+        return lagHistory.filter((s) => s.start >= step0).map((s) => [(s.start - step0) / MINUTE, s.peakDepth, s.maxWaitMs / MINUTE]);
+      };
+      await t.advance(9 * MINUTE);
+      assert.deepEqual(await steps(), [[0, 1, 9]]);
+      await t.advance(60 * MINUTE); // now 01:10 into the hour
+      assert.deepEqual(await steps(), [[0, 1, 29], [30, 1, 59], [60, 1, 69]]);
+      await t.advance(30 * MINUTE);
+      assert.deepEqual(await steps(), [[0, 1, 29], [30, 1, 59], [60, 1, 89], [90, 1, 99]]);
+      // Once the message is gone the ended steps keep their figures, and the new one starts at 0.
+      const [m] = (await t.engine.pull(ref)).messages;
+      await t.engine.ack({ receipt: m.receipt });
+      await t.advance(30 * MINUTE);
+      assert.deepEqual(await steps(), [[0, 1, 29], [30, 1, 59], [60, 1, 89], [90, 1, 99], [120, 0, 0]]);
+    });
+
     it('lag records are written at most once a second while a queue keeps changing, and none is lost to stats, a step end, a failed commit or close', async () => {
       const dir = tempDir();
       const start = Date.UTC(2026, 0, 5, 10, 29, 58);
