@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, LagStep, MessageView, QueueCounts } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { errorText, invalidArg, isAbort, isCode, optCount, optObject, optSeconds, optString, pause, throwIfAborted } from './common';
+import { errorText, invalidArg, isAbort, isCode, jsonValue, optCount, optObject, optSeconds, optString, pause, throwIfAborted } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -229,6 +229,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
       const delayMs = optSeconds(o.delaySeconds, 'delaySeconds', { max: MAX_DELAY_S });
       const dedupeKey = optString(o.dedupeKey, 'dedupeKey');
       if (body === undefined) throw invalidArg('push(body) needs a body (any JSON value)');
+      jsonValue(body, 'body');
       const r = await t().request('push', { ...ref, body, delayMs, dedupeKey, create: 'cache' });
       return { id: r.id, deduped: r.deduped };
     },

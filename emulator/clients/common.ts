@@ -65,6 +65,17 @@ export function optObject(v: unknown, name: string): Record<string, unknown> | u
   return v as Record<string, unknown>;
 }
 
+/**
+ * A message body must be a JSON value. JSON.stringify drops a function or a symbol without a word
+ * (the server would then say the body is missing), so they are refused here by name. A BigInt or a
+ * cycle is caught when the request is encoded (`invalid_argument`, "… is not JSON-serialisable").
+ */
+export function jsonValue(v: unknown, name: string): void {
+  if (typeof v === 'function' || typeof v === 'symbol') {
+    throw invalidArg(`${name} is not a JSON value (got a ${typeof v}); send a string, number, boolean, null, array or plain object`, { field: name });
+  }
+}
+
 /** Refuses keys outside `allowed`, naming the one that is wrong. */
 export function onlyKeys(o: Record<string, unknown> | undefined, allowed: readonly string[], what: string): void {
   if (!o) return;

@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { QuaysideError } from '../errors';
 import { PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
-import { resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
+import { encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
 
 interface Pending {
   resolve: (v: unknown) => void;
@@ -17,8 +17,11 @@ type State = 'idle' | 'connecting' | 'open' | 'closed';
  * it cannot send or get answered with `unavailable` instead of hanging.
  */
 export class Connection implements Transport {
-  readonly url: string;
-  private readonly token: string | undefined;
+  /** As given; when absent, QUAYSIDE_URL / QUAYSIDE_TOKEN are read at each dial, not here. */
+  private readonly urlOpt: string | undefined;
+  private readonly tokenOpt: string | undefined;
+  /** The URL last dialled; `url` reports it while that socket is open or opening. */
+  private activeUrl: string | null = null;
   private readonly clientName: string;
   private readonly connectTimeoutMs: number;
   private ws: WebSocket | null = null;
@@ -35,10 +38,18 @@ export class Connection implements Transport {
   serverInfo: OpResult<'hello'> | null = null;
 
   constructor(opts: ConnectionOptions = {}) {
-    this.url = resolveUrl(opts.url);
-    this.token = resolveToken(opts.token);
+    // Resolved late: apps build clients at import time, before a test's before() hook has started
+    // the emulator and set QUAYSIDE_URL / QUAYSIDE_TOKEN.
+    this.urlOpt = opts.url;
+    this.tokenOpt = opts.token;
     this.clientName = opts.client ?? 'quayside-client';
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
+  }
+
+  /** The emulator's address: the one in use while connected, otherwise the one the next dial will use. */
+  get url(): string {
+    const live = this.state === 'open' || this.state === 'connecting';
+    return live && this.activeUrl !== null ? this.activeUrl : resolveUrl(this.urlOpt);
   }
 
   get isOpen(): boolean {
@@ -59,8 +70,12 @@ export class Connection implements Transport {
   }
 
   private dial(): Promise<void> {
+    // Read the environment now, so a reconnect also picks up a changed QUAYSIDE_URL / QUAYSIDE_TOKEN.
+    const url = resolveUrl(this.urlOpt);
+    const token = resolveToken(this.tokenOpt);
+    this.activeUrl = url;
     return new Promise<void>((resolve, reject) => {
-      const ws = new WebSocket(this.url, { perMessageDeflate: false, handshakeTimeout: this.connectTimeoutMs });
+      const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: this.connectTimeoutMs });
       let settled = false;
       const fail = (err: Error) => {
         if (settled) return;
@@ -71,8 +86,8 @@ export class Connection implements Transport {
         ws.terminate();
         reject(err);
       };
-      ws.on('error', (e) => fail(new QuaysideError('unavailable', `cannot reach the emulator at ${this.url}: ${e.message}`)));
-      ws.on('close', () => fail(new QuaysideError('unavailable', `the emulator at ${this.url} closed the connection`)));
+      ws.on('error', (e) => fail(new QuaysideError('unavailable', `cannot reach the emulator at ${url}: ${e.message}`)));
+      ws.on('close', () => fail(new QuaysideError('unavailable', `the emulator at ${url} closed the connection`)));
       ws.on('open', () => {
         this.ws = ws;
         ws.removeAllListeners('close');
@@ -81,7 +96,7 @@ export class Connection implements Transport {
         ws.on('close', () => this.onClose(ws));
         ws.on('error', () => {});
         const helloArgs: OpArgs<'hello'> = { version: PROTOCOL_VERSION, client: this.clientName };
-        if (this.token) helloArgs.token = this.token;
+        if (token) helloArgs.token = token;
         this.send('hello', helloArgs)
           .then((info) => {
             if (settled) return;
@@ -153,6 +168,13 @@ export class Connection implements Transport {
       return Promise.reject(new QuaysideError('unavailable', `not connected to the emulator at ${this.url}`));
     }
     const id = this.nextId++;
+    let text: string;
+    try {
+      // Encode before registering anything, so an unencodable body leaves nothing pending.
+      text = encodeRequest(id, op, args);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return new Promise((resolve, reject) => {
       let onAbort: (() => void) | null = null;
       const cleanup = () => {
@@ -171,7 +193,7 @@ export class Connection implements Transport {
         };
         signal.addEventListener('abort', onAbort, { once: true });
       }
-      ws.send(JSON.stringify({ id, op, args }), (err) => {
+      ws.send(text, (err) => {
         if (err && this.pending.has(id)) {
           this.pending.delete(id);
           cleanup();

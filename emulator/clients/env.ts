@@ -3,7 +3,7 @@ import type { Delivery, DeliverEvent, PushInput, ServerEvent } from '../protocol
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { errorText, invalidArg, isCode, onlyKeys, optCount, optMs, optObject, optSeconds, optString, pause } from './common';
+import { errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, optObject, optSeconds, optString, pause } from './common';
 
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
@@ -54,6 +54,7 @@ const MAX_DELAY_S = 12 * 3600;
 function encode(body: unknown, contentType: unknown, at: string): { body: unknown; contentType?: string } {
   if (contentType === undefined || contentType === null || contentType === 'json') {
     if (body === undefined) throw invalidArg(`${at}body is missing`);
+    jsonValue(body, `${at}body`);
     return { body, contentType: contentType === 'json' ? 'json' : undefined };
   }
   if (contentType === 'text') {

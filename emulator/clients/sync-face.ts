@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueuePolicy } from '../protocol';
 import { LIMITS } from '../protocol';
 import type { Transport } from './transport';
-import { errorText, invalidArg, isAbort, isCode, onlyKeys, optMs, optObject, optString, pause } from './common';
+import { errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optString, pause } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
@@ -125,10 +125,25 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
   const ref = { namespace: tenantId, queue: id };
 
   let ensured: Promise<QueuePolicy> | null = null;
-  /** Creates the queue on first use (sync preset plus overrides); applies overrides to an existing one. */
-  function ensure(): Promise<QueuePolicy> {
+  /** Why queue.create was refused (a read-only token), when ensure() fell back to queue.get. */
+  let createRefused: QuaysideError | null = null;
+  /**
+   * Creates the queue on first use (sync preset plus overrides); applies overrides to an existing one.
+   * A read-only token may not create or configure, but may list the DLQ and read stats (DESIGN.md
+   * "Access"), so a refused create falls back to reading the queue as it is; it must then exist.
+   * For a write (`write`), a missing queue reports the refusal (`forbidden`), not `not_found`.
+   */
+  function ensure(write = false): Promise<QueuePolicy> {
     ensured ??= (async () => {
-      let info: QueueInfo = await transport.request('queue.create', { ...ref, dialect: 'sync', policy: overrides, ifNotExists: true });
+      let info: QueueInfo;
+      try {
+        info = await transport.request('queue.create', { ...ref, dialect: 'sync', policy: overrides, ifNotExists: true });
+      } catch (e) {
+        if (!isCode(e, 'forbidden')) throw e;
+        createRefused = e as QuaysideError;
+        return (await transport.request('queue.get', ref)).policy;
+      }
+      createRefused = null;
       const differs = Object.entries(overrides).some(([k, v]) => (info.policy as unknown as Record<string, unknown>)[k] !== v);
       if (differs) info = await transport.request('queue.configure', { ...ref, policy: overrides });
       return info.policy;
@@ -136,18 +151,21 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     ensured.catch(() => {
       ensured = null;
     });
-    return ensured;
+    if (!write) return ensured;
+    return ensured.catch((e) => {
+      throw isCode(e, 'not_found') && createRefused ? createRefused : e;
+    });
   }
 
   /** Runs an operation on the queue; a queue that vanished (a restarted in-memory emulator) is made again. */
-  async function onQueue<T>(fn: () => Promise<T>): Promise<T> {
-    await ensure();
+  async function onQueue<T>(fn: () => Promise<T>, write = false): Promise<T> {
+    await ensure(write);
     try {
       return await fn();
     } catch (e) {
       if (!isCode(e, 'not_found')) throw e;
       ensured = null;
-      await ensure();
+      await ensure(write);
       return fn();
     }
   }
@@ -167,7 +185,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
         optObject(o, 'nack options');
         onlyKeys(o as Record<string, unknown>, ['delayMs', 'reason', 'error'], 'nack');
         const delayMs = optMs(o.delayMs, 'delayMs');
-        const policy = await ensure();
+        const policy = await ensure(true);
         if (delayMs !== undefined && delayMs > policy.maxNackDelayMs) {
           throw invalidArg(`nack delayMs ${delayMs} is over the queue's maxNackDelayMs (${policy.maxNackDelayMs}); nothing was settled`, { field: 'delayMs', limit: policy.maxNackDelayMs });
         }
@@ -200,7 +218,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       const who = optString(o.consumerId, 'consumerId') ?? consumerId;
       const signal = o.signal;
       if (signal?.aborted) return null;
-      const policy = await ensure();
+      const policy = await ensure(true);
       const leaseMs = leaseArg ?? policy.leaseMs;
       // A wait longer than the server holds one request is several held pulls in a row.
       let left = wait ? timeoutMs : 0;
@@ -209,7 +227,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
         const started = Date.now();
         let got: Delivery[];
         try {
-          got = (await onQueue(() => transport.request('pull', { ...ref, max: 1, leaseMs, waitMs: waitMs || undefined, consumerId: who }, { signal }))).messages;
+          got = (await onQueue(() => transport.request('pull', { ...ref, max: 1, leaseMs, waitMs: waitMs || undefined, consumerId: who }, { signal }), true)).messages;
         } catch (e) {
           if (signal?.aborted || isAbort(e)) return null;
           throw e;
@@ -261,11 +279,12 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       if (!o || typeof o !== 'object') throw invalidArg('send() needs { data }');
       onlyKeys(o as unknown as Record<string, unknown>, ['data', 'delayMs', 'idempotencyKey', 'idempotencyTtlMs', 'orderingKey', 'meta'], 'send');
       if (o.data === undefined) throw invalidArg('send() needs data (any JSON value)');
+      jsonValue(o.data, 'data');
       const delayMs = optMs(o.delayMs, 'delayMs');
       const dedupeTtlMs = optMs(o.idempotencyTtlMs, 'idempotencyTtlMs', { min: 1, max: 365 * DAY });
       const dedupeKey = optString(o.idempotencyKey, 'idempotencyKey');
       const orderingKey = optString(o.orderingKey, 'orderingKey');
-      const r = await onQueue(() => transport.request('push', { ...ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta }));
+      const r = await onQueue(() => transport.request('push', { ...ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta }), true);
       return { messageId: r.id };
     },
 
@@ -299,7 +318,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       const mid = optString(o.messageId, 'messageId');
       if (mid === undefined) throw invalidArg('dlqRemove() needs a messageId');
       if (!/^m_[1-9][0-9]{0,15}$/.test(mid)) return false;
-      const r = await onQueue(() => transport.request('dead.purge', { ...ref, ids: [mid] }));
+      const r = await onQueue(() => transport.request('dead.purge', { ...ref, ids: [mid] }), true);
       return r.purged > 0;
     },
 

@@ -1,3 +1,4 @@
+import { QuaysideError } from '../errors';
 import type { OpArgs, OpName, OpResult, ServerEvent } from '../protocol';
 
 export interface RequestOptions {
@@ -18,9 +19,9 @@ export interface Transport {
 }
 
 export interface ConnectionOptions {
-  /** `ws://host:port`; defaults to `QUAYSIDE_URL`, then `ws://127.0.0.1:7433`. */
+  /** `ws://host:port`; defaults to `QUAYSIDE_URL` (read at each connect), then `ws://127.0.0.1:7433`. */
   url?: string;
-  /** Defaults to `QUAYSIDE_TOKEN`. */
+  /** Defaults to `QUAYSIDE_TOKEN` (read at each connect). */
   token?: string;
   /** A name the emulator logs for this client. */
   client?: string;
@@ -36,4 +37,35 @@ export function resolveUrl(url?: string): string {
 
 export function resolveToken(token?: string): string | undefined {
   return token ?? process.env.QUAYSIDE_TOKEN ?? undefined;
+}
+
+/**
+ * A request as JSON text. A value JSON cannot encode (a BigInt, a cycle) fails `invalid_argument`
+ * here, before anything is sent, instead of a bare TypeError from JSON.stringify.
+ */
+export function encodeRequest(id: number, op: string, args: unknown): string {
+  try {
+    return JSON.stringify({ id, op, args });
+  } catch (e) {
+    throw notSerialisable(op, args, e);
+  }
+}
+
+/** The `invalid_argument` error for arguments JSON cannot encode, naming the argument when it can. */
+export function notSerialisable(op: string, args: unknown, err: unknown): QuaysideError {
+  // Only on this failure path: find which top-level argument is at fault (body, meta, messages…).
+  let field: string | undefined;
+  if (args !== null && typeof args === 'object') {
+    for (const [k, v] of Object.entries(args)) {
+      try {
+        JSON.stringify(v);
+      } catch {
+        field = k;
+        break;
+      }
+    }
+  }
+  const reason = (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ');
+  const what = field ? `${field} is` : 'the arguments are';
+  return new QuaysideError('invalid_argument', `${op}: ${what} not JSON-serialisable: ${reason}`, field ? { details: { field } } : {});
 }

@@ -1,0 +1,270 @@
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { createCache, type Cache } from '../../emulator/clients/cache';
+import { Connection } from '../../emulator/clients/connection';
+import * as remote from '../../emulator/clients/sync';
+import type { SyncQueue } from '../../emulator/clients/sync-face';
+import * as memory from '../../emulator/embedded/memory';
+import { fresh, readOnlyToken, rejects, startTestEmulator, until } from './support';
+
+// Client edge cases: environment read at connect time (not when the client is built), bodies JSON
+// cannot carry, and read operations of a sync handle with a read-only token.
+
+type Emu = Awaited<ReturnType<typeof startTestEmulator>>;
+
+/** Requests still waiting for an answer on a Connection (private; read only to prove nothing leaked). */
+function pendingOf(c: Connection): number {
+  return (c as unknown as { pending: Map<number, unknown> }).pending.size;
+}
+
+/** The ops of every request frame sent over any WebSocket while `fn` runs (server answers have none). */
+async function framesSentDuring(fn: () => Promise<void>): Promise<string[]> {
+  const ops: string[] = [];
+  const orig = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (this: WebSocket, data: unknown, ...rest: unknown[]) {
+    const op = JSON.parse(String(data)).op;
+    if (op !== undefined) ops.push(op);
+    return (orig as (...a: unknown[]) => void).call(this, data, ...rest);
+  } as typeof orig;
+  try {
+    await fn();
+  } finally {
+    WebSocket.prototype.send = orig;
+  }
+  return ops;
+}
+
+function circular(): Record<string, unknown> {
+  const o: Record<string, unknown> = { a: 1 };
+  o.self = o;
+  return o;
+}
+
+describe('clients: QUAYSIDE_URL / QUAYSIDE_TOKEN are read when a client connects', function () {
+  const saved = { url: process.env.QUAYSIDE_URL, token: process.env.QUAYSIDE_TOKEN };
+  const emus: Emu[] = [];
+  const closers: (() => Promise<void>)[] = [];
+
+  function restoreEnv() {
+    for (const [k, v] of [['QUAYSIDE_URL', saved.url], ['QUAYSIDE_TOKEN', saved.token]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+  beforeEach(() => {
+    delete process.env.QUAYSIDE_URL;
+    delete process.env.QUAYSIDE_TOKEN;
+  });
+  afterEach(async () => {
+    restoreEnv();
+    for (const c of closers.splice(0)) await c();
+    for (const e of emus.splice(0)) await e.close();
+  });
+
+  it('a cache and a sync handle built before the emulator started (import time) use the env set afterwards', async () => {
+    // As an app module would at import time: nothing configured yet.
+    const cache = createCache({ namespace: fresh('app') });
+    const jobs = remote.queue({ id: fresh('jobs') });
+    closers.push(() => cache.close(), () => jobs.close());
+
+    // The test's before() hook.
+    const emu = await startTestEmulator();
+    emus.push(emu);
+    process.env.QUAYSIDE_URL = emu.url;
+    process.env.QUAYSIDE_TOKEN = emu.token;
+
+    const q = cache.queue('work');
+    await q.push({ n: 1 });
+    const [m] = await q.pull();
+    assert.deepEqual(m.body, { n: 1 });
+    assert.equal(await q.ack(m.receipt), true);
+
+    await jobs.send({ data: 'hello' });
+    const got = await jobs.recv({ wait: false });
+    assert.equal(got?.data, 'hello');
+    assert.equal(await got!.ack(), true);
+  });
+
+  it('a reconnect picks up a changed QUAYSIDE_URL / QUAYSIDE_TOKEN; explicit url / token still win', async () => {
+    const a = await startTestEmulator();
+    const b = await startTestEmulator();
+    emus.push(a, b);
+    const conn = new Connection({ client: 'edge-test' });
+    closers.push(() => conn.close());
+    process.env.QUAYSIDE_URL = a.url;
+    process.env.QUAYSIDE_TOKEN = a.token;
+    assert.equal(conn.url, a.url);
+    const cache = createCache({ namespace: 'swap', transport: conn });
+    await cache.queue('q').push(1);
+    assert.equal(conn.url, a.url);
+
+    // The emulator goes away and comes back elsewhere (new port, new token).
+    await a.close();
+    emus.splice(emus.indexOf(a), 1);
+    // A push in flight when the socket drops fails `unavailable` (it may or may not have landed), so
+    // wait for the client to see the close; the next request then dials again.
+    await until(() => !conn.isOpen, 'the client to see the emulator go');
+    process.env.QUAYSIDE_URL = b.url;
+    process.env.QUAYSIDE_TOKEN = b.token;
+    await cache.queue('q').push(2);
+    assert.equal(conn.url, b.url);
+    assert.equal((await cache.queue('q').stats()).depth, 1, 'the second push went to the new emulator');
+
+    // Given explicitly, the environment is not consulted.
+    const pinned = new Connection({ url: b.url, token: b.token });
+    closers.push(() => pinned.close());
+    process.env.QUAYSIDE_URL = 'ws://127.0.0.1:1';
+    process.env.QUAYSIDE_TOKEN = 'nope';
+    assert.equal((await pinned.request('stats', { namespace: 'swap', queue: 'q' })).counts.depth, 1);
+    assert.equal(pinned.url, b.url);
+  });
+});
+
+describe('clients: bodies JSON cannot carry', function () {
+  let emu: Emu;
+  let conn: Connection;
+  let cache: Cache;
+  before(async () => {
+    emu = await startTestEmulator();
+    conn = new Connection({ url: emu.url, token: emu.token, client: 'edge-test' });
+    cache = createCache({ namespace: fresh('json'), transport: conn });
+  });
+  after(async () => {
+    await conn.close();
+    await emu.close();
+  });
+
+  it('cache push of a BigInt or a circular object: invalid_argument, nothing pending, nothing sent', async () => {
+    const q = cache.queue('bodies');
+    await q.stats(); // connected, so any frame below would be a push
+    const ops = await framesSentDuring(async () => {
+      for (const [body, reason] of [[10n, /BigInt/], [{ deep: [1n] }, /BigInt/], [circular(), /circular/]] as const) {
+        const e = await rejects(q.push(body));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /body is not JSON-serialisable: /);
+        assert.match(e.message, reason);
+        assert.equal(pendingOf(conn), 0, 'a failed encode leaves nothing pending');
+      }
+    });
+    assert.deepEqual(ops, [], 'nothing was sent');
+    assert.equal((await q.stats()).depth, 0);
+    await q.push('fine'); // the connection is still good
+    assert.equal((await q.stats()).depth, 1);
+    assert.equal(pendingOf(conn), 0);
+  });
+
+  it('cache push of a function or a symbol says the body is not a JSON value; undefined is still "needs a body"', async () => {
+    const q = cache.queue('fn');
+    for (const body of [() => 1, Symbol('s')]) {
+      const e = await rejects(q.push(body));
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /body is not a JSON value/);
+    }
+    assert.match((await rejects(q.push(undefined))).message, /needs a body/);
+    assert.equal((await q.stats()).depth, 0);
+  });
+
+  it('sync over the emulator: a BigInt in data or a cycle in meta is invalid_argument naming the field', async () => {
+    const s = remote.queue({ id: fresh('json'), transport: conn });
+    const e1 = await rejects(s.send({ data: 1n }));
+    assert.equal(e1.code, 'invalid_argument');
+    assert.match(e1.message, /body is not JSON-serialisable: .*BigInt/);
+    const e2 = await rejects(s.send({ data: 1, meta: circular() }));
+    assert.equal(e2.code, 'invalid_argument');
+    assert.match(e2.message, /meta is not JSON-serialisable: .*circular/);
+    assert.match((await rejects(s.send({ data: () => 1 }))).message, /data is not a JSON value/);
+    assert.equal(pendingOf(conn), 0);
+    assert.equal((await s.stats()).ready, 0);
+  });
+
+  it('quayside/sync/memory queue(): the same errors, nothing enqueued', async () => {
+    try {
+      const s = memory.queue({ id: fresh('json') });
+      for (const [data, re] of [[10n, /body is not JSON-serialisable: .*BigInt/], [circular(), /body is not JSON-serialisable: .*circular/], [() => 1, /data is not a JSON value/]] as const) {
+        const e = await rejects(s.send({ data }));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, re);
+      }
+      assert.match((await rejects(s.send({ data: undefined }))).message, /needs data/);
+      assert.equal((await s.stats()).ready, 0);
+      await s.send({ data: { ok: true } });
+      assert.deepEqual((await s.recv({ wait: false }))?.data, { ok: true });
+    } finally {
+      await memory.resetMemory();
+    }
+  });
+
+  it('normal calls send the same frames as before (cache: push; sync: queue.create then push)', async () => {
+    const fresh1 = new Connection({ url: emu.url, token: emu.token });
+    const s = remote.queue({ id: fresh('frames'), transport: fresh1 });
+    try {
+      const ops = await framesSentDuring(async () => {
+        await createCache({ namespace: fresh('frames'), transport: fresh1 }).queue('q').push({ a: 1 });
+        await s.send({ data: 1 });
+        await s.stats();
+      });
+      assert.deepEqual(ops, ['hello', 'push', 'queue.create', 'push', 'stats']);
+    } finally {
+      await fresh1.close();
+    }
+  });
+});
+
+describe('clients: a sync handle with a read-only token', function () {
+  let emu: Emu;
+  const handles: SyncQueue[] = [];
+  before(async () => {
+    emu = await startTestEmulator();
+  });
+  after(async () => {
+    for (const h of handles) await h.close();
+    await emu.close();
+  });
+  function handle(o: Parameters<typeof remote.queue>[0]): SyncQueue {
+    const h = remote.queue(o);
+    handles.push(h);
+    return h;
+  }
+
+  it('reads dlq() and stats() of an existing queue; send, recv and dlqRemove stay forbidden', async () => {
+    const tenantId = fresh('tenant');
+    const id = fresh('jobs');
+    const rw = handle({ id, tenantId, delivery: { maxDeliveries: 1 }, url: emu.url, token: emu.token });
+    await rw.send({ data: 'dies' });
+    await rw.send({ data: 'waits' });
+    const m = await rw.recv({ wait: false });
+    assert.equal(await m!.nack({ reason: 'boom' }), true); // maxDeliveries 1: to the DLQ
+
+    const token = await readOnlyToken(emu, tenantId);
+    // Overrides that differ from the queue's are not applied (a read-only token cannot configure).
+    const ro = handle({ id, tenantId, delivery: { maxDeliveries: 5 }, url: emu.url, token });
+    const dlq = await ro.dlq();
+    assert.deepEqual(dlq.map((e) => [e.data, e.reason]), [['dies', 'boom']]);
+    assert.deepEqual(await ro.stats(), { ready: 1, delayed: 0, inFlight: 0, dlq: 1 });
+
+    for (const p of [ro.send({ data: 'no' }), ro.recv({ wait: false }), ro.dlqRemove({ messageId: dlq[0].messageId })]) {
+      const e = await rejects(p);
+      assert.equal(e.code, 'forbidden');
+    }
+    // Nothing changed.
+    assert.deepEqual(await rw.stats(), { ready: 1, delayed: 0, inFlight: 0, dlq: 1 });
+    assert.equal((await rw.recv({ wait: false }))?.data, 'waits');
+  });
+
+  it('a queue that does not exist: reads fail not_found, writes fail forbidden, nothing is created', async () => {
+    const tenantId = fresh('tenant');
+    const token = await readOnlyToken(emu, tenantId);
+    const ro = handle({ id: fresh('missing'), tenantId, url: emu.url, token });
+    assert.equal((await rejects(ro.dlq())).code, 'not_found');
+    assert.equal((await rejects(ro.stats())).code, 'not_found');
+    assert.equal((await rejects(ro.send({ data: 1 }))).code, 'forbidden');
+    assert.equal((await rejects(ro.recv({ wait: false }))).code, 'forbidden');
+    assert.equal((await rejects(ro.stats())).code, 'not_found');
+  });
+
+  it('a token for another namespace is still forbidden for reads', async () => {
+    const token = await readOnlyToken(emu, fresh('elsewhere'));
+    const ro = handle({ id: fresh('jobs'), tenantId: fresh('tenant'), url: emu.url, token });
+    assert.equal((await rejects(ro.stats())).code, 'forbidden');
+  });
+});
