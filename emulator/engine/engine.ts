@@ -10,7 +10,7 @@ import type { Clock } from './clock';
 import { VirtualClock } from './clock';
 import { ConsumerHub } from './consumers';
 import { GroupCommit } from './group-commit';
-import { PRESETS, TIME, isDialect, mergeConsumer, mergePolicy } from './presets';
+import { PRESETS, TIME, consumerSettings, isDialect, mergePolicy } from './presets';
 import * as v from './validate';
 import { messageId, parseMessageId, parseReceipt, toDelivery, toView, type Extra } from './views';
 import { Waiters, type Waiter } from './waiters';
@@ -848,8 +848,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       if (q.dialect !== 'env') throw conflict(`queue "${q.name}" is a ${q.dialect} queue; only env queues have consumer apps`);
-      const current = this.settings(q).consumer;
-      const next = args.consumer === null ? null : mergeConsumer(current, v.obj(args.consumer, 'consumer'));
+      const next = args.consumer === null ? null : consumerSettings(v.obj(args.consumer, 'consumer'));
       this.store.setConsumer(q.id, next ? JSON.stringify(next) : null);
       this.policies.delete(q.id);
       this.note(q, 'queue_updated', []);

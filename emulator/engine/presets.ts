@@ -107,9 +107,13 @@ export function mergePolicy(base: QueuePolicy, patch: unknown): QueuePolicy {
   return out;
 }
 
-export function mergeConsumer(base: ConsumerSettings | null, patch: Record<string, unknown>): ConsumerSettings {
+/**
+ * A consumer's settings as set: the defaults plus what is given. Setting a consumer replaces the
+ * previous settings (as PUT does and as the console would), so a setting left out is the default.
+ */
+export function consumerSettings(patch: Record<string, unknown>): ConsumerSettings {
   if (typeof patch.appId !== 'string' || patch.appId.length === 0 || patch.appId.length > 200) throw invalid('consumer.appId must be a non-empty string');
-  const out: ConsumerSettings = { ...CONSUMER_DEFAULTS, ...(base ?? {}), appId: patch.appId };
+  const out: ConsumerSettings = { ...CONSUMER_DEFAULTS, appId: patch.appId };
   const ranges: Record<string, [number, number]> = {
     maxBatchSize: [1, 100],
     maxBatchTimeoutMs: [0, 60_000],

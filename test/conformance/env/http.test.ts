@@ -130,4 +130,16 @@ describe('conformance: env HTTP API', () => {
     const peek = (await call('GET', `/v1/queues/${q.id}/messages`)).body.messages;
     assert.deepEqual(peek.map((m: any) => m.contentType), ['text', 'bytes', 'json', 'json']);
   });
+
+  it('PUT …/consumer replaces the consumer\'s settings: what it leaves out is the default again', async () => {
+    const project = fresh('p');
+    const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'c' })).body;
+    const first = await call('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'worker', maxBatchSize: 3, maxBatchTimeoutMs: 100, maxConcurrency: 2 });
+    assert.deepEqual(first.body.consumer, { appId: 'worker', maxBatchSize: 3, maxBatchTimeoutMs: 100, maxConcurrency: 2, visibilityMs: 30_000 });
+    const second = await call('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'worker' });
+    assert.deepEqual(second.body.consumer, { appId: 'worker', maxBatchSize: 10, maxBatchTimeoutMs: 5000, maxConcurrency: 1, visibilityMs: 30_000 });
+    const bad = await call('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'other', maxBatchSize: 500 });
+    assert.equal(bad.status, 400);
+    assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.consumer.appId, 'worker');
+  });
 });
