@@ -130,7 +130,6 @@ export interface Cache {
   close(): Promise<void>;
 }
 
-const MAX_DELAY_S = 12 * 3600;
 const MAX_LEASE_S = 12 * 3600;
 
 export function createCache(opts: CacheOptions): Cache {
@@ -226,7 +225,8 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
 
     async push(body, o = {}) {
       optObject(o, 'push options');
-      const delayMs = optSeconds(o.delaySeconds, 'delaySeconds', { max: MAX_DELAY_S });
+      // The bound is the queue's maxDelayMs, checked by the engine (a queue may set its own).
+      const delayMs = optSeconds(o.delaySeconds, 'delaySeconds');
       const dedupeKey = optString(o.dedupeKey, 'dedupeKey');
       if (body === undefined) throw invalidArg('push(body) needs a body (any JSON value)');
       jsonValue(body, 'body');

@@ -21,7 +21,9 @@ export const PRESETS: Record<Dialect, QueuePolicy> = {
     maxDepth: null,
     maxBytes: null,
     maxNackDelayMs: 12 * HOUR,
-    maxDelayMs: 12 * HOUR,
+    // The seed sets no bound on delaySeconds: a week covers "remind them tomorrow" and is well
+    // inside the 14 days a dead letter is kept.
+    maxDelayMs: 7 * DAY,
     reasons: { timeout: 'timeout', nack: 'nack', expired: 'expired' },
     recordNackReason: false,
   },

@@ -115,6 +115,17 @@ describe('conformance: cache (seeds/000)', function () {
       assert.deepEqual((await q.pull()).map((m) => m.body), [{ template: 'nudge' }]);
     });
 
+    it('delaySeconds may reach a week (the cache preset\'s maxDelayMs); beyond it is invalid_argument and enqueues nothing', async () => {
+      const q = cache.queue('tomorrow');
+      await q.push('in a day', { delaySeconds: 24 * 3600 });
+      const err = await rejects(q.push('too late', { delaySeconds: 7 * 24 * 3600 + 1 }));
+      assert.equal(err.code, 'invalid_argument');
+      assert.match(err.message, /delay/);
+      assert.deepEqual([(await q.stats()).delayed, (await q.stats()).depth], [1, 1]);
+      await emu.clock.advance(24 * HOUR);
+      assert.deepEqual((await q.pull()).map((m) => m.body), ['in a day']);
+    });
+
     it('a repeat dedupeKey within an hour enqueues nothing', async () => {
       const q = cache.queue('charges');
       const first = await q.push({ orderId: 'o_123' }, { dedupeKey: 'charge:o_123' });
