@@ -1,4 +1,5 @@
 import { Engine } from './engine/engine';
+import { QuaysideError } from './errors';
 import { SystemClock, VirtualClock, type Clock } from './engine/clock';
 import { Store } from './store/store';
 import { QuaysideServer } from './server/server';
@@ -42,6 +43,11 @@ export interface Emulator {
   /** Present when started with `clock: 'virtual'`. */
   clock?: VirtualClockControl;
   engine: Engine;
+  /**
+   * Another token, e.g. a read-only one to test what an app may not do: `access` `read` (list, peek,
+   * stats, dead-letter listing) or `readwrite` (the default), for one `namespace` or all.
+   */
+  createToken(opts?: { access?: 'read' | 'readwrite'; namespace?: string; name?: string }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -74,6 +80,16 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     port: bound,
     token,
     engine,
+    createToken: async (o = {}) => {
+      if (o === null || typeof o !== 'object') throw new QuaysideError('invalid_argument', 'createToken takes { access?, namespace?, name? }');
+      const access = o.access ?? 'readwrite';
+      if (access !== 'read' && access !== 'readwrite') throw new QuaysideError('invalid_argument', `access must be "read" or "readwrite", got ${JSON.stringify(access)}`);
+      const ns = o.namespace ?? null;
+      if (ns !== null && (typeof ns !== 'string' || ns.length === 0 || ns.length > 200)) throw new QuaysideError('invalid_argument', 'namespace must be a non-empty string of at most 200 characters');
+      const name = o.name ?? `test-${access}`;
+      if (typeof name !== 'string' || name.length === 0 || name.length > 200) throw new QuaysideError('invalid_argument', 'name must be a non-empty string of at most 200 characters');
+      return engine.createToken(access, ns, name);
+    },
     close: () => {
       closed ??= (async () => {
         await server.close();

@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import fc from 'fast-check';
+import { createCache } from '../../emulator/clients/cache';
 import { startEmulator, type Emulator } from '../../emulator/emulator';
 import { READ_OPS } from '../../emulator/protocol';
 import { RawClient, ensureBuilt, kill9, startOk, sqliteOf, storeDigest } from './support';
@@ -130,6 +131,25 @@ describe('reliability: access', function () {
     assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${id}`, { method: 'DELETE', headers: h })).status, 403);
     assert.equal(storeDigest(sqliteOf(emu)), d2);
     await c.close();
+  });
+
+  it('startEmulator().createToken mints read-only and namespace tokens for an app\'s tests, and checks what it is given', async () => {
+    const ro = await emu.createToken({ access: 'read' });
+    assert.match(ro, /^qs_ro_/);
+    const reader = createCache({ url: emu.url, token: ro, namespace: 'alpha' });
+    const gamma = await emu.createToken({ namespace: 'gamma' });
+    const writer = createCache({ url: emu.url, token: gamma, namespace: 'gamma' });
+    const elsewhere = createCache({ url: emu.url, token: gamma, namespace: 'beta' });
+    try {
+      assert.equal((await reader.queue('jobs').stats()).depth, 3);
+      await assert.rejects(reader.queue('jobs').push(1), { code: 'forbidden' });
+      assert.equal((await writer.queue('jobs').push('w')).deduped, false);
+      await assert.rejects(elsewhere.queue('jobs').push(1), { code: 'forbidden' });
+      await assert.rejects(emu.createToken({ access: 'admin' as never }), { code: 'invalid_argument' });
+      await assert.rejects(emu.createToken({ namespace: '' }), { code: 'invalid_argument' });
+    } finally {
+      await Promise.all([reader.close(), writer.close(), elsewhere.close()]);
+    }
   });
 
   it('a token for one namespace sees nothing of another (lists, reads, events, receipts, tokens)', async () => {
