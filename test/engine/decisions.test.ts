@@ -187,11 +187,19 @@ describe('engine: decisions', () => {
       assert.equal((await rejects(t.engine.pull({ namespace: 'other', queue: 'q' }))).code, 'not_found');
     });
 
-    it('malformed receipts are invalid_argument; well-formed unknown ones are false', async () => {
+    it('receipts are opaque: any string naming no live lease is stale (false); what cannot be a receipt is invalid_argument', async () => {
       t = makeEngine();
-      assert.equal((await rejects(t.engine.ack({ receipt: 'nope' }))).code, 'invalid_argument');
-      assert.equal((await rejects(t.engine.ack({ receipt: 42 }))).code, 'invalid_argument');
-      assert.deepEqual(await t.engine.ack({ receipt: 'r_99_123' }), { ok: false });
+      await t.engine.push({ ...ref, body: 1, create: 'cache' });
+      const [m] = (await t.engine.pull(ref)).messages;
+      for (const receipt of ['nope', 'r_99_123', m.id, 'r_1_', m.receipt + 'x']) {
+        assert.deepEqual(await t.engine.ack({ receipt }), { ok: false }, receipt);
+        assert.deepEqual(await t.engine.nack({ receipt }), { ok: false }, receipt);
+        assert.deepEqual(await t.engine.extend({ receipt }), { ok: false, leaseUntil: null }, receipt);
+      }
+      assert.deepEqual(await t.engine.ackBatch({ receipts: ['nope', m.receipt] }), { acked: 1, stale: 1 });
+      for (const receipt of [42, '', null, 'r_' + '9'.repeat(300)]) {
+        assert.equal((await rejects(t.engine.ack({ receipt }))).code, 'invalid_argument', String(receipt));
+      }
     });
 
     it('pull arguments are range-checked', async () => {

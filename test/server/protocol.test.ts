@@ -158,12 +158,14 @@ describe('server: the WebSocket protocol', () => {
     s.close();
   });
 
-  it('a stale receipt answers ok: false; a receipt that is not one is invalid_argument', async () => {
+  it('a stale or unknown receipt answers ok: false; what cannot be a receipt (not a string, empty) is invalid_argument', async () => {
     await c.request('push', { ...ref, body: 1, create: 'cache' });
     const [m] = (await c.request('pull', { ...ref, leaseMs: 1000 })).messages;
     await emu.clock!.advance(1000);
     assert.deepEqual(await c.request('ack', { receipt: m.receipt }), { ok: false });
-    assert.equal((await rejects(c.request('ack', { receipt: 'garbage' }))).code, 'invalid_argument');
+    assert.deepEqual(await c.request('ack', { receipt: 'garbage' }), { ok: false });
+    assert.equal((await rejects(c.request('ack', { receipt: 7 as never }))).code, 'invalid_argument');
+    assert.equal((await rejects(c.request('ack', { receipt: '' }))).code, 'invalid_argument');
   });
 
   it('clock.advance over the protocol moves the virtual clock and tells subscribers', async () => {

@@ -82,7 +82,7 @@ describe('conformance: env HTTP API', () => {
     assert.equal(ok.body.ids.length, 1);
   });
 
-  it('POST …/ack is one transition: a bad leaseId anywhere settles nothing; leases of another queue are stale there', async () => {
+  it('POST …/ack is one transition: a bad leaseId or delay anywhere settles nothing; unknown leases and those of another queue are stale', async () => {
     const project = fresh('p');
     const a = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'a' })).body;
     const b = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'b' })).body;
@@ -92,18 +92,20 @@ describe('conformance: env HTTP API', () => {
     const [mb] = (await call('POST', `/v1/queues/${b.id}/receive`, {})).body.messages;
     const states = async () => (await call('GET', `/v1/queues/${a.id}/messages`)).body.messages.map((m: any) => m.state);
     for (const body of [
-      { acks: [m1.leaseId], retries: [{ leaseId: 'bogus' }] },
+      { acks: [m1.leaseId], retries: [{ leaseId: 5 }] },
       { retries: [{ leaseId: m1.leaseId }, { leaseId: m2.leaseId, delaySeconds: -1 }] },
-      { acks: [m1.leaseId, 'bogus'] },
+      { acks: [m1.leaseId, ''] },
     ]) {
       const r = await call('POST', `/v1/queues/${a.id}/ack`, body);
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.equal(r.body.error.code, 'invalid_argument');
       assert.deepEqual(await states(), ['leased', 'leased', 'leased'], `${JSON.stringify(body)} changed something`);
     }
-    // b's lease through a's route: stale, and b's message stays leased; a lease named twice settles once.
-    const r = await call('POST', `/v1/queues/${a.id}/ack`, { acks: [m1.leaseId, mb.leaseId], retries: [{ leaseId: m2.leaseId }, { leaseId: m1.leaseId }] });
-    assert.deepEqual(r.body, { acked: 1, retried: 1, stale: 2 });
+    // An unknown leaseId and b's lease through a's route are stale (b's message stays leased); a
+    // lease named twice settles once.
+    const r = await call('POST', `/v1/queues/${a.id}/ack`, { acks: [m1.leaseId, mb.leaseId, 'bogus'], retries: [{ leaseId: m2.leaseId }, { leaseId: m1.leaseId }] });
+    assert.deepEqual(r.body, { acked: 1, retried: 1, stale: 3 });
+    assert.equal((await call('POST', `/v1/queues/${a.id}/extend`, { leaseId: 'bogus', visibilityMs: 1000 })).status, 409);
     assert.deepEqual((await call('GET', `/v1/queues/${b.id}`)).body.counts.inFlight, 1);
     assert.equal((await call('POST', `/v1/queues/${a.id}/extend`, { leaseId: mb.leaseId, visibilityMs: 1000 })).status, 409);
     assert.equal((await call('POST', `/v1/queues/${b.id}/extend`, { leaseId: mb.leaseId, visibilityMs: 1000 })).status, 200);
