@@ -61,6 +61,18 @@ function flag(args: Args, name: string, alias?: string): string | undefined {
   return v;
 }
 
+/**
+ * `--ids m_1,m_2`: the messages to act on. Given but empty (`--ids=`) is a usage error, not "all":
+ * without ids, replay and purge-dead act on every dead letter.
+ */
+function idsFlag(args: Args): string[] | undefined {
+  const v = flag(args, 'ids');
+  if (v === undefined) return undefined;
+  const ids = v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+  if (ids.length === 0) throw new UsageError('--ids needs at least one message id (m_1,m_2); leave it out to act on all');
+  return ids;
+}
+
 function intFlag(args: Args, name: string): number | undefined {
   const v = flag(args, name);
   if (v === undefined) return undefined;
@@ -240,14 +252,12 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'replay': {
-        const ids = flag(args, 'ids');
-        const r = await conn.request('dead.replay', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: ids ? ids.split(',') : undefined, max: intFlag(args, 'max') });
+        const r = await conn.request('dead.replay', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: idsFlag(args), max: intFlag(args, 'max') });
         out(r, `replayed ${r.replayed}`);
         break;
       }
       case 'purge-dead': {
-        const ids = flag(args, 'ids');
-        const r = await conn.request('dead.purge', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: ids ? ids.split(',') : undefined });
+        const r = await conn.request('dead.purge', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: idsFlag(args) });
         out(r, `purged ${r.purged} dead letter(s)`);
         break;
       }

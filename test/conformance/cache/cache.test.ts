@@ -615,6 +615,13 @@ describe('conformance: cache (seeds/000)', function () {
       const args = ['--ns', cache.namespace, '--url', emu.url, '--token', emu.token, '--json'];
       const listed = await run(tsx, [cli, 'dead', 'jobs', ...args]);
       assert.match(listed.stdout, /cli/);
+      // --ids given empty is a usage error (64), never "all of them".
+      for (const cmd of [['replay', 'jobs', '--ids='], ['purge-dead', 'jobs', '--ids', '']]) {
+        const bad = await run(tsx, [cli, ...cmd, ...args]).then(() => null, (e: { code: number; stderr: string }) => e);
+        assert.equal(bad?.code, 64, `${cmd.join(' ')} should be a usage error`);
+        assert.match(bad!.stderr, /--ids needs at least one message id/);
+      }
+      assert.equal((await q.deadLetters()).total, 1);
       await run(tsx, [cli, 'replay', 'jobs', ...args]);
       assert.equal((await q.deadLetters()).total, 0);
       assert.equal((await q.stats()).depth, 1);
