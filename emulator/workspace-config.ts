@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { SYSTEM_ACTOR, type Engine } from './engine/engine';
-import { PRESETS } from './engine/presets';
+import { PRESETS, consumerSettings } from './engine/presets';
 import { QuaysideError } from './errors';
 import type { ConsumerSettings, Dialect, QueuePolicy } from './protocol';
 import { envNamespace } from './http/env-naming';
@@ -151,7 +151,10 @@ export async function applyWorkspaceConfigObject(engine: Engine, config: unknown
     if (p.consumer !== undefined) {
       const want = p.consumer;
       const have = cur?.consumer ?? null;
-      const differs = want === null ? have !== null : !have || Object.entries(want).some(([k, v]) => (have as unknown as Record<string, unknown>)[k] !== v);
+      // Compared as it will be set (defaults for what the file leaves out), so a setting removed
+      // from the file returns to its default, as for policies.
+      const full = want === null ? null : consumerSettings(want as unknown as Record<string, unknown>);
+      const differs = full === null ? have !== null : !have || Object.entries(full).some(([k, v]) => (have as unknown as Record<string, unknown>)[k] !== v);
       if (differs) {
         await engine.setConsumer({ ...ref, consumer: want }, SYSTEM_ACTOR);
         if (action === 'unchanged') action = 'updated';

@@ -51,6 +51,13 @@ describe('workspace config (quayside.json)', () => {
     assert.deepEqual(out.map((o) => o.action), ['updated', 'updated', 'unchanged']);
     assert.equal((await emu.engine.getQueue({ namespace: 'app', queue: 'emails' })).policy.leaseMs, 30000);
     assert.equal((await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' })).policy.maxDeliveries, 2);
+    // A consumer setting removed from the file returns to its default too.
+    const noBatch = structuredClone(changed);
+    noBatch.env[0].consumer = { appId: 'worker' } as typeof noBatch.env[0]['consumer'];
+    const third = await applyWorkspaceConfig(emu.engine, write('b2.json', noBatch));
+    assert.deepEqual(third.map((o) => o.action), ['unchanged', 'updated', 'unchanged']);
+    assert.equal((await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' })).consumer?.maxBatchSize, 10);
+    assert.deepEqual((await applyWorkspaceConfig(emu.engine, write('b2.json', noBatch))).map((o) => o.action), ['unchanged', 'unchanged', 'unchanged']);
   });
 
   it('refuses a bad file with a clear error and changes nothing', async () => {
