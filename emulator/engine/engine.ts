@@ -5,7 +5,7 @@ import type {
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
 import { LIMITS } from '../protocol';
-import { DEAD, LEASED, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
+import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
 import { ConsumerHub } from './consumers';
@@ -839,6 +839,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       if (args.confirm !== q.name) throw invalid(`confirm must be the queue's name ("${q.name}") to purge it`);
+      this.lagBeforeLeaving(q, this.clock.now());
       const n = this.store.purgeLive(q.id);
       this.delayedAt.delete(q.id);
       this.store.audit(this.clock.now(), actor.name, q.ns, q.name, 'purge', n, 'live messages');
@@ -950,11 +951,16 @@ export class Engine {
       }
       if (rows.length < SWEEP_BATCH) break;
     }
+    const leaving = new Set<number>();
     for (;;) {
       const rows = this.store.dueExpiries(now, SWEEP_BATCH);
       for (const row of rows) {
         const q = this.store.queueById(row.queue_id);
         if (!q) continue;
+        if (row.state === WAITING && !leaving.has(q.id)) {
+          leaving.add(q.id);
+          this.lagBeforeLeaving(q, now);
+        }
         const policy = this.policyOf(q);
         if (row.state === DEAD || policy.onMaxAge === 'drop') {
           this.store.drop(row);
@@ -1056,6 +1062,9 @@ export class Engine {
       await this.gc.run(() => this.applyDue());
       await this.settle();
       for (const l of this.clockListeners) l(clock.now());
+      // Two loop turns: the clock event's write, then the poll phase in which a subscriber in this
+      // process (a test's own client) reads it. Change events get the same turns from settle().
+      for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
       return clock.now();
     };
     const p = (this.advancing ?? Promise.resolve(0)).then(run, run);
@@ -1076,6 +1085,13 @@ export class Engine {
 
   /** Depth and wait seen just before a change (a claim) that the after-commit reading would miss. */
   private lagBefore = new Map<number, { depth: number; wait: number }>();
+
+  /** Waiting messages are about to leave unclaimed (purge, age limit): what they waited still counts. */
+  private lagBeforeLeaving(q: QueueRow, now: number): void {
+    if (q.n_waiting === 0) return;
+    const oldest = this.store.oldestReadyAt(q.id, now);
+    this.lagPoint(q.id, q.n_waiting, oldest === null ? 0 : Math.max(0, now - oldest));
+  }
 
   private lagPoint(queueId: number, depth: number, wait: number): void {
     const p = this.lagBefore.get(queueId);

@@ -453,6 +453,28 @@ describe('engine: decisions', () => {
       assert.deepEqual(await steps(), [[0, 1, 29], [30, 1, 59], [60, 1, 89], [90, 1, 99], [120, 0, 0]]);
     });
 
+    it('lag_history: messages that leave without being pulled (purge, the age limit) still count the wait they reached', async () => {
+      const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
+      t = makeEngine({ start: step0 + MINUTE });
+      const stepOf = async (r: typeof ref) => (await t.engine.stats(r)).lagHistory.find((s) => s.start === step0)!;
+      const purged = { namespace: 'ns', queue: 'purged' };
+      await t.engine.push({ ...purged, body: 1, create: 'cache' });
+      await t.engine.push({ ...purged, body: 2 });
+      // A sync queue whose messages go dead at 19 minutes of age.
+      const aged = { namespace: 'ns', queue: 'aged' };
+      await t.engine.createQueue({ ...aged, dialect: 'sync', policy: { maxMessageAgeMs: 19 * MINUTE } });
+      await t.engine.push({ ...aged, body: 'old' });
+      await t.advance(19 * MINUTE);
+      assert.equal((await t.engine.stats(aged)).counts.dead, 1);
+      assert.deepEqual(await t.engine.purge({ ...purged, confirm: 'purged' }), { purged: 2 });
+      await t.advance(MINUTE);
+      for (const r of [purged, aged]) {
+        const s = await stepOf(r);
+        assert.equal(s.maxWaitMs, 19 * MINUTE, `${r.queue}: ${JSON.stringify(s)}`);
+      }
+      assert.equal((await stepOf(purged)).peakDepth, 2);
+    });
+
     it('lag records are written at most once a second while a queue keeps changing, and none is lost to stats, a step end, a failed commit or close', async () => {
       const dir = tempDir();
       const start = Date.UTC(2026, 0, 5, 10, 29, 58);

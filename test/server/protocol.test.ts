@@ -168,6 +168,21 @@ describe('server: the WebSocket protocol', () => {
     assert.equal((await rejects(c.request('ack', { receipt: '' }))).code, 'invalid_argument');
   });
 
+  it('an in-process emu.clock.advance() resolves after its clock event has reached a subscriber in the same process', async () => {
+    const sub = new Connection({ url: emu.url, token: emu.token, client: 'clock-watch' });
+    const clockEvents: number[] = [];
+    sub.onEvent((e) => e.event === 'clock' && clockEvents.push(e.now));
+    await sub.request('subscribe', {});
+    try {
+      for (let i = 0; i < 20; i++) {
+        const now = await emu.clock!.advance(10);
+        assert.equal(clockEvents[clockEvents.length - 1], now, `advance #${i + 1} resolved before its clock event arrived`);
+      }
+    } finally {
+      await sub.close();
+    }
+  });
+
   it('clock.advance over the protocol moves the virtual clock and tells subscribers', async () => {
     const clockEvents: number[] = [];
     c.onEvent((e) => e.event === 'clock' && clockEvents.push(e.now));
