@@ -992,6 +992,8 @@ export class Engine {
       // A new half-hour step: queues that hold messages get a point even if nothing moves.
       for (const q of this.store.listQueues()) if (q.n_waiting > 0) this.touched.add(q.id);
       this.store.lagSweep(now - 25 * TIME.HOUR);
+      // Expired dedupe keys are already ignored at look-up; this keeps the table from growing.
+      this.store.sweepDedupe(now);
     }
   }
 

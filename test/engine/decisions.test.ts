@@ -37,6 +37,19 @@ describe('engine: decisions', () => {
       assert.deepEqual(await t.engine.push({ ...ref, body: 1, dedupeKey: 'k' }), { id: first.id, deduped: true });
     });
 
+    it('expired keys are swept from the file within half an hour of their window ending', async () => {
+      t = makeEngine({ start: Date.UTC(2026, 0, 5, 10, 0, 0) });
+      const keys = () => (t.store.db.prepare('SELECT count(*) AS n FROM dedupe').get() as { n: number }).n;
+      await t.engine.push({ ...ref, body: 1, dedupeKey: 'a', create: 'cache' });
+      await t.engine.push({ ...ref, body: 2, dedupeKey: 'b' });
+      await t.advance(HOUR - MINUTE);
+      await t.engine.push({ ...ref, body: 3, dedupeKey: 'c' });
+      assert.equal(keys(), 3);
+      await t.advance(31 * MINUTE); // 11:30, a step boundary: a and b ended at 11:00
+      assert.equal(keys(), 1, 'a and b expired an hour after their push; c is still in its window');
+      assert.deepEqual(await t.engine.push({ ...ref, body: 4, dedupeKey: 'a' }).then((r) => r.deduped), false);
+    });
+
     it('repeats never extend the window', async () => {
       t = makeEngine();
       const first = await t.engine.push({ ...ref, body: 1, dedupeKey: 'k', create: 'cache' });
