@@ -73,11 +73,11 @@ function idsFlag(args: Args): string[] | undefined {
   return ids;
 }
 
-function intFlag(args: Args, name: string): number | undefined {
+function intFlag(args: Args, name: string, min = 0): number | undefined {
   const v = flag(args, name);
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number ≥ 0, got "${v}"`);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number ≥ ${min}, got "${v}"`);
   return n;
 }
 
@@ -242,17 +242,17 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'peek': {
         const state = flag(args, 'state');
-        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: state ? (state.split(',') as MessageView['state'][]) : undefined, limit: intFlag(args, 'limit') ?? 20 });
+        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: state ? (state.split(',') as MessageView['state'][]) : undefined, limit: intFlag(args, 'limit', 1) ?? 20 });
         out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']));
         break;
       }
       case 'dead': {
-        const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit') ?? 100 });
+        const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit', 1) ?? 100 });
         out(r, `${r.total} dead letter(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']));
         break;
       }
       case 'replay': {
-        const r = await conn.request('dead.replay', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: idsFlag(args), max: intFlag(args, 'max') });
+        const r = await conn.request('dead.replay', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: idsFlag(args), max: intFlag(args, 'max', 1) });
         out(r, `replayed ${r.replayed}`);
         break;
       }
@@ -270,7 +270,7 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'audit': {
         const namespace = flag(args, 'ns', 'namespace');
-        const r = await conn.request('audit.list', { namespace, limit: intFlag(args, 'limit') ?? 50 });
+        const r = await conn.request('audit.list', { namespace, limit: intFlag(args, 'limit', 1) ?? 50 });
         out(r, table(r.entries.map((e) => [when(e.at), e.token, e.namespace, e.queue, e.action, e.count]), ['AT', 'TOKEN', 'NAMESPACE', 'QUEUE', 'ACTION', 'COUNT']));
         break;
       }
@@ -301,12 +301,15 @@ export async function main(argv: string[]): Promise<void> {
     else await client(cmd, args);
   } catch (e) {
     const err = e as Error & { code?: string };
-    if (e instanceof UsageError) {
+    const usage = e instanceof UsageError;
+    process.exitCode = usage ? 64 : err.code === 'unavailable' ? 69 : 1;
+    if (args.flags.json === true) {
+      // A script asked for JSON: the error is JSON too (on stderr, so stdout stays the result).
+      process.stderr.write(JSON.stringify({ error: { code: usage ? 'usage' : err.code ?? 'internal', message: err.message } }) + '\n');
+    } else if (usage) {
       process.stderr.write(`quayside: ${err.message}\n\n${USAGE}\n`);
-      process.exitCode = 64;
     } else {
       process.stderr.write(`quayside: ${err.code ? err.code + ': ' : ''}${err.message}\n`);
-      process.exitCode = err.code === 'unavailable' ? 69 : 1;
     }
   }
 }

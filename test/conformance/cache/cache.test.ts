@@ -616,10 +616,13 @@ describe('conformance: cache (seeds/000)', function () {
       const listed = await run(tsx, [cli, 'dead', 'jobs', ...args]);
       assert.match(listed.stdout, /cli/);
       // --ids given empty is a usage error (64), never "all of them".
-      for (const cmd of [['replay', 'jobs', '--ids='], ['purge-dead', 'jobs', '--ids', '']]) {
+      // With --json the error is JSON on stderr.
+      for (const [cmd, what] of [[['replay', 'jobs', '--ids='], /--ids needs at least one message id/], [['purge-dead', 'jobs', '--ids', ''], /--ids needs/], [['dead', 'jobs', '--limit', '0'], /--limit must be a whole number ≥ 1/]] as const) {
         const bad = await run(tsx, [cli, ...cmd, ...args]).then(() => null, (e: { code: number; stderr: string }) => e);
         assert.equal(bad?.code, 64, `${cmd.join(' ')} should be a usage error`);
-        assert.match(bad!.stderr, /--ids needs at least one message id/);
+        const { error } = JSON.parse(bad!.stderr) as { error: { code: string; message: string } };
+        assert.equal(error.code, 'usage');
+        assert.match(error.message, what);
       }
       assert.equal((await q.deadLetters()).total, 1);
       await run(tsx, [cli, 'replay', 'jobs', ...args]);
