@@ -117,7 +117,7 @@ export class Connection implements Transport {
   private onClose(ws: WebSocket): void {
     if (this.ws !== ws) return;
     this.ws = null;
-    const err = new QuaysideError('unavailable', `lost the connection to the emulator at ${this.url}`);
+    const err = new QuaysideError('unavailable', `lost the connection to the emulator at ${this.activeUrl ?? this.url}`);
     for (const [, p] of this.pending) {
       p.cleanup();
       p.reject(err);
@@ -165,7 +165,7 @@ export class Connection implements Transport {
   private send(op: OpName, args: unknown, signal?: AbortSignal): Promise<unknown> {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
-      return Promise.reject(new QuaysideError('unavailable', `not connected to the emulator at ${this.url}`));
+      return Promise.reject(new QuaysideError('unavailable', `not connected to the emulator at ${this.activeUrl ?? this.url}`));
     }
     const id = this.nextId++;
     let text: string;

@@ -38,6 +38,9 @@ const HALF_HOUR = 30 * TIME.MINUTE;
 /** The largest epoch ms a Date can hold. */
 const MAX_TIME = 8.64e15;
 const SWEEP_BATCH = 500;
+/** Expired dedupe keys deleted at one step change: at most 10 batches of 1,000. */
+const DEDUPE_SWEEP_ROWS = 1000;
+const DEDUPE_SWEEP_BATCHES = 10;
 const ALL_STATES: MessageState[] = ['ready', 'delayed', 'leased', 'dead'];
 
 interface Ref {
@@ -987,13 +990,17 @@ export class Engine {
     for (const queueId of this.consumers.queues()) this.touched.add(queueId);
     const step = stepOf(now);
     if (step !== this.lastLagStep) {
+      // The step that ended is the last one seen, not simply the one before now: after a
+      // suspended process or a long jump of the clock, several steps may have gone by.
+      this.lagStepEnded = this.lastLagStep;
       this.lastLagStep = step;
-      this.lagStepEnded = step - HALF_HOUR;
       // A new half-hour step: queues that hold messages get a point even if nothing moves.
       for (const q of this.store.listQueues()) if (q.n_waiting > 0) this.touched.add(q.id);
       this.store.lagSweep(now - 25 * TIME.HOUR);
       // Expired dedupe keys are already ignored at look-up; this keeps the table from growing.
-      this.store.sweepDedupe(now);
+      // Bounded, because every operation waits for it: a backlog (a data directory from before the
+      // sweep) drains over the next steps.
+      for (let i = 0; i < DEDUPE_SWEEP_BATCHES; i++) if (this.store.sweepDedupe(now, DEDUPE_SWEEP_ROWS) < DEDUPE_SWEEP_ROWS) break;
     }
   }
 
@@ -1113,7 +1120,8 @@ export class Engine {
       if (!q) continue;
       const oldest = q.n_waiting > 0 ? this.store.oldestReadyAt(id, now) : null;
       // The step that just ended keeps what its oldest message had waited by its last instant.
-      if (ended !== null && oldest !== null) this.closeLagStep(q, ended, Math.max(0, ended + HALF_HOUR - oldest), now);
+      const closing = ended !== null && oldest !== null;
+      if (closing) this.closeLagStep(q, ended, Math.max(0, ended + HALF_HOUR - oldest), now);
       const seenBefore = before.get(id);
       const depth = Math.max(q.n_waiting, seenBefore?.depth ?? 0);
       const wait = Math.max(oldest === null ? 0 : Math.max(0, now - oldest), seenBefore?.wait ?? 0);
@@ -1124,7 +1132,9 @@ export class Engine {
       this.lagStaged.push(rec);
       // A step that ended is written with the first record of the next one; otherwise at most once a second.
       if (!same || now - (this.lagWrittenAt.get(id) ?? -Infinity) >= LAG_WRITE_EVERY_MS) {
-        for (const r of this.unwrittenLag(q)) if (r.start !== start) this.writeLag(r, now);
+        // (The closed step's own earlier reading is merged into its closing record: writing it
+        // after that record would set the step's end depth back.)
+        for (const r of this.unwrittenLag(q)) if (r.start !== start && !(closing && r.start === ended)) this.writeLag(r, now);
         this.writeLag(rec, now);
       }
     }

@@ -165,7 +165,8 @@ export interface QueueStore {
   nextDelayed(queueId: number, now: number): number | null;
   dueLeases(now: number, limit: number): DueRow[];
   dueExpiries(now: number, limit: number): DueRow[];
-  sweepDedupe(now: number): void;
+  /** Deletes up to `max` dedupe keys whose window ended by `now`; returns how many. */
+  sweepDedupe(now: number, max: number): number;
 
   // ---- dead letters and purge
   /** Dead messages back to waiting with attempts 0: the given ids, or the oldest max. Returns the ids moved. */

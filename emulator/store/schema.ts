@@ -142,6 +142,11 @@ export const MIGRATIONS: string[] = [
   CREATE INDEX msg_ready ON messages (queue_id, visible_at, seq) WHERE state = 0;
   DROP INDEX msg_lease;
   CREATE INDEX msg_lease ON messages (lease_until, seq) WHERE state = 1;
+  -- Expired dedupe keys are swept in bounded batches at each half-hour step; this finds them.
+  CREATE INDEX dedupe_expiry ON dedupe (expires_at);
+  -- The cache preset's delay limit went from 12 hours to 7 days; queues stored with the old default get the new one.
+  UPDATE queues SET policy = json_set(policy, '$.maxDelayMs', 604800000)
+    WHERE dialect = 'cache' AND json_valid(policy) AND json_extract(policy, '$.maxDelayMs') = 43200000;
   `,
 ];
 

@@ -264,7 +264,7 @@ export class Store implements QueueStore {
 
       dedupeGet: d.prepare<[number, string], { message_id: number; expires_at: number }>('SELECT message_id, expires_at FROM dedupe WHERE queue_id = ? AND key = ?'),
       dedupePut: d.prepare('INSERT INTO dedupe (queue_id, key, message_id, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (queue_id, key) DO UPDATE SET message_id = excluded.message_id, expires_at = excluded.expires_at'),
-      dedupeSweep: d.prepare('DELETE FROM dedupe WHERE expires_at <= ?'),
+      dedupeSweep: d.prepare('DELETE FROM dedupe WHERE (queue_id, key) IN (SELECT queue_id, key FROM dedupe WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)'),
 
       insert: d.prepare(`${INSERT_MESSAGES} ${INSERT_ROW}`),
       // A batch's rows go INSERT_CHUNK to a statement: 4.2 µs a row against 6.5 one by one.
@@ -803,8 +803,8 @@ export class Store implements QueueStore {
     return this.s.dueExpiry.all(now, limit);
   }
 
-  sweepDedupe(now: number): void {
-    this.s.dedupeSweep.run(now);
+  sweepDedupe(now: number, max: number): number {
+    return this.s.dedupeSweep.run(now, max).changes;
   }
 
   // ---- dead letters

@@ -48,6 +48,15 @@ describe('engine: decisions', () => {
       await t.advance(31 * MINUTE); // 11:30, a step boundary: a and b ended at 11:00
       assert.equal(keys(), 1, 'a and b expired an hour after their push; c is still in its window');
       assert.deepEqual(await t.engine.push({ ...ref, body: 4, dedupeKey: 'a' }).then((r) => r.deduped), false);
+      // A backlog (a data directory from before the sweep) goes 10,000 keys a step, so no step stalls.
+      const ins = t.store.db.prepare('INSERT INTO dedupe (queue_id, key, message_id, expires_at) VALUES (1, ?, 1, 0)');
+      t.store.transaction(() => {
+        for (let i = 0; i < 12_000; i++) ins.run(`old${i}`);
+      });
+      await t.advance(30 * MINUTE); // 12:00
+      assert.equal(keys(), 2_000 + 2, 'the 10,000 oldest went; c (ended 11:59) waits its turn behind the backlog');
+      await t.advance(30 * MINUTE); // 12:30: the rest, c, and the second a (pushed at 11:30)
+      assert.equal(keys(), 0);
     });
 
     it('repeats never extend the window', async () => {
@@ -323,7 +332,8 @@ describe('engine: decisions', () => {
         // The policy a cache queue is created with, taken from a current engine.
         const fresh = makeEngine();
         await fresh.engine.createQueue({ ...ref, dialect: 'cache' });
-        const policy = (fresh.store.db.prepare('SELECT policy FROM queues').get() as { policy: string }).policy;
+        // ... as schema 2 stored it: the cache preset's delay limit was 12 hours then.
+        const policy = JSON.stringify({ ...JSON.parse((fresh.store.db.prepare('SELECT policy FROM queues').get() as { policy: string }).policy), maxDelayMs: 12 * HOUR });
         await fresh.close();
         db.prepare("INSERT INTO queues (id, pub_id, ns, name, dialect, policy, created_at, n_waiting, live_bytes) VALUES (1, 'q_old', 'ns', 'q', 'cache', ?, 0, 3, 3)").run(policy);
         // Three waiting messages that all became visible at the instant the engine starts at.
@@ -337,6 +347,9 @@ describe('engine: decisions', () => {
         await t.engine.push({ ...ref, body: 'new' });
         const { messages } = await t.engine.pull({ ...ref, max: 10 });
         assert.deepEqual(messages.map((m) => m.body), ['old8', 'old9', 'old7', 'new']);
+        // The old default delay limit became the new one (7 days).
+        assert.equal((await t.engine.getQueue(ref)).policy.maxDelayMs, 7 * DAY);
+        await t.engine.push({ ...ref, body: 'tomorrow', delayMs: DAY });
         const check = new Database(file, { readonly: true });
         assert.equal(check.pragma('user_version', { simple: true }), SCHEMA_VERSION);
         const cols = (check.prepare("SELECT name FROM pragma_table_info('messages')").all() as { name: string }[]).map((c) => c.name);
@@ -464,6 +477,18 @@ describe('engine: decisions', () => {
       await t.engine.ack({ receipt: m.receipt });
       await t.advance(30 * MINUTE);
       assert.deepEqual(await steps(), [[0, 1, 29], [30, 1, 59], [60, 1, 89], [90, 1, 99], [120, 0, 0]]);
+    });
+
+    it('lag_history: after a late step change (a suspended process) the step that ended is closed, not the one before now', async () => {
+      const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
+      t = makeEngine({ start: step0 + MINUTE });
+      await t.engine.push({ ...ref, body: 'waits', create: 'cache' });
+      await t.advance(9 * MINUTE);
+      // The process sleeps from 10:10 to 12:05: the clock jumps without the due work on the way.
+      t.clock.set(step0 + 2 * 60 * MINUTE + 5 * MINUTE);
+      await t.advance(0);
+      const steps = (await t.engine.stats(ref)).lagHistory.filter((s) => s.start >= step0).map((s) => [(s.start - step0) / MINUTE, s.peakDepth, s.maxWaitMs / MINUTE]);
+      assert.deepEqual(steps, [[0, 1, 29], [30, 1, 0], [60, 1, 0], [90, 1, 0], [120, 1, 124]]);
     });
 
     it('lag_history: messages that leave without being pulled (purge, the age limit) still count the wait they reached', async () => {
