@@ -75,8 +75,9 @@ export function syncPolicy(limits: unknown, delivery: unknown): Partial<QueuePol
 export function checkOrdering(ordering: unknown): void {
   if (ordering === undefined || ordering === null || ordering === false) return;
   const mode = typeof ordering === 'string' ? ordering : typeof ordering === 'object' ? (ordering as Record<string, unknown>).mode : undefined;
-  const partitions = typeof ordering === 'object' ? (ordering as Record<string, unknown>).partitions : undefined;
-  if ((typeof mode === 'string' && /partition/i.test(mode)) || partitions !== undefined) {
+  // Any key that speaks of partitions ({ partitions: 4 }, { partitioned: true }, { partitionKey }) asks for it too.
+  const partitioned = typeof ordering === 'object' && Object.entries(ordering as Record<string, unknown>).some(([k, v]) => /partition/i.test(k) && v !== undefined && v !== false && v !== null);
+  if ((typeof mode === 'string' && /partition/i.test(mode)) || partitioned) {
     throw invalidArg(`ordering mode ${JSON.stringify(mode ?? 'partitioned')} is not supported: ordering is accepted but not enforced (orderingKey is stored as metadata only)`, { field: 'ordering' });
   }
   if (mode !== undefined && typeof mode !== 'string') throw invalidArg('ordering.mode must be a string');

@@ -234,6 +234,11 @@ for (const variant of variants) {
     it('asking for a partitioned ordering mode throws', () => {
       assert.throws(() => h.queue({ id: 'p', ordering: { mode: 'partitioned' } }), /ordering/);
       assert.throws(() => h.queue({ id: 'p', ordering: 'partitioned' }), (e: any) => e.code === 'invalid_argument');
+      for (const ordering of [{ partitions: 4 }, { partitioned: true }, { mode: 'fifo', partitionKey: 'user' }]) {
+        assert.throws(() => h.queue({ id: 'p', ordering: ordering as never }), (e: any) => e.code === 'invalid_argument', JSON.stringify(ordering));
+      }
+      // Accepted and ignored: a mode that is not partitioned, or a partition flag that is off.
+      for (const ordering of ['fifo', { mode: 'fifo' }, { partitioned: false }]) h.queue({ id: 'p', ordering: ordering as never });
     });
 
     it('maintenance (lease reclaim, delayed→ready promotion, DLQ moves) runs automatically', async () => {
