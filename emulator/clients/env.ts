@@ -11,10 +11,14 @@ import { errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, op
 
 export { QuaysideError };
 
-export type ContentType = 'json' | 'text' | 'bytes';
+/** The three with an encoding, or any other label (kept as given, with a JSON body). */
+export type ContentType = 'json' | 'text' | 'bytes' | (string & {});
 
 export interface SendOptions {
-  /** 'json' (default): any JSON value; 'text': a string; 'bytes': a Uint8Array / ArrayBuffer (sent as base64). */
+  /**
+   * 'json' (default): any JSON value; 'text': a string; 'bytes': a Uint8Array / ArrayBuffer (sent
+   * as base64). 'v8' is refused (the emulator stores JSON); another label is kept with a JSON body.
+   */
   contentType?: ContentType;
   /** Deliver this many seconds from now (at most 12 hours). */
   delaySeconds?: number;
@@ -68,7 +72,14 @@ function encode(body: unknown, contentType: unknown, at: string): { body: unknow
     else throw invalidArg(`${at}body must be a Uint8Array or ArrayBuffer with contentType "bytes"`);
     return { body: buf.toString('base64'), contentType: 'bytes' };
   }
-  throw invalidArg(`${at}contentType must be "json", "text" or "bytes", got ${JSON.stringify(contentType)}`);
+  if (contentType === 'v8') throw invalidArg(`${at}contentType "v8" (structured clone) is not supported: the emulator stores JSON; use "json", "text" or "bytes"`);
+  if (typeof contentType !== 'string' || contentType.length === 0 || contentType.length > 200) {
+    throw invalidArg(`${at}contentType must be "json", "text", "bytes" or another label of at most 200 characters, got ${JSON.stringify(contentType)}`);
+  }
+  // Any other label (a MIME type such as "application/json") is kept as given; the body is JSON.
+  if (body === undefined) throw invalidArg(`${at}body is missing`);
+  jsonValue(body, `${at}body`);
+  return { body, contentType };
 }
 
 /** What a consumer sees: bytes come back as a Uint8Array. */

@@ -145,7 +145,8 @@ function onlyKnown(b: Record<string, unknown>, allowed: string[]): void {
 
 /**
  * The content types env.queue.send knows, as they travel: json (any JSON value), text (a string),
- * bytes (base64 text; the env client encodes a Uint8Array so). Anything else, v8 included, is refused.
+ * bytes (base64 text; the env client encodes a Uint8Array so); v8 is refused (the emulator stores
+ * JSON). Any other label, such as a MIME type, is kept as given with a JSON body, as the client does.
  */
 function checkContent(body: unknown, contentType: unknown, at: string): void {
   if (contentType === undefined || contentType === null || contentType === 'json') return;
@@ -159,7 +160,10 @@ function checkContent(body: unknown, contentType: unknown, at: string): void {
     }
     return;
   }
-  throw invalid(`${at}contentType must be "json", "text" or "bytes", got ${JSON.stringify(contentType).slice(0, 60)}`);
+  if (contentType === 'v8') throw invalid(`${at}contentType "v8" (structured clone) is not supported: the emulator stores JSON; use "json", "text" or "bytes"`);
+  if (typeof contentType !== 'string' || contentType.length === 0 || contentType.length > 200) {
+    throw invalid(`${at}contentType must be "json", "text", "bytes" or another label of at most 200 characters, got ${JSON.stringify(contentType)?.slice(0, 60)}`);
+  }
 }
 
 function sendInput(m: Record<string, unknown>, at = '') {
@@ -236,7 +240,8 @@ async function peekMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknow
   const q = await queueById(c, m[1]);
   const failed = ['1', 'true'].includes(c.query.get('failed') ?? '');
   const limitText = c.query.get('limit');
-  const limit = limitText === null ? 100 : Number(limitText);
+  // Up to 1,000 at once (the most a page holds), so a test's peek sees a whole small queue.
+  const limit = limitText === null ? 1000 : Number(limitText);
   const cursor = c.query.get('cursor') ?? undefined;
   const page = await c.engine.peek({ ...ref(q), states: failed ? ['dead'] : ['ready', 'delayed', 'leased'], limit, cursor }, c.actor);
   return [200, {

@@ -135,10 +135,13 @@ describe('conformance: env (seeds/001)', function () {
       await env.queue.send('opts', new Uint8Array([1, 2, 255]), { contentType: 'bytes' });
       assert.equal((await rejects(env.queue.send('opts', 5, { contentType: 'text' }))).code, 'invalid_argument');
       assert.equal((await rejects(env.queue.send('opts', 5, { contentType: 'v8' as never }))).code, 'invalid_argument');
+      assert.equal((await rejects(env.queue.send('opts', 5, { contentType: '' as never }))).code, 'invalid_argument');
+      // Another label (a MIME type) is kept as given; the body is JSON.
+      await env.queue.send('opts', { m: 1 }, { contentType: 'application/json' });
       const got: any[] = [];
-      await consume({ async queue(b) { for (const m of b.messages) got.push([m.body, m.contentType, m.attributes]); } }, 'opts', { maxBatchSize: 3 });
-      await until(() => got.length === 3, 'three messages');
-      assert.deepEqual(got, [[{ j: 1 }, 'json', { kind: 'j' }], ['plain', 'text', {}], [new Uint8Array([1, 2, 255]), 'bytes', {}]]);
+      await consume({ async queue(b) { for (const m of b.messages) got.push([m.body, m.contentType, m.attributes]); } }, 'opts', { maxBatchSize: 4 });
+      await until(() => got.length === 4, 'four messages');
+      assert.deepEqual(got, [[{ j: 1 }, 'json', { kind: 'j' }], ['plain', 'text', {}], [new Uint8Array([1, 2, 255]), 'bytes', {}], [{ m: 1 }, 'application/json', {}]]);
     });
 
     it('there are no per-org/per-app send quotas — a send is bounded by the queue\'s maxDepth/maxBytes and refused with queue full at capacity', async () => {

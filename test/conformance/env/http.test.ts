@@ -112,25 +112,27 @@ describe('conformance: env HTTP API', () => {
     assert.deepEqual((await call('POST', `/v1/queues/${b.id}/ack`, { acks: [mb.leaseId, m3.leaseId] })).body, { acked: 1, retried: 0, stale: 1 });
   });
 
-  it('POST …/messages checks contentType as env.queue.send does: json, text (a string) or bytes (base64); anything else is refused', async () => {
+  it('POST …/messages checks contentType as env.queue.send does: text needs a string, bytes base64, v8 is refused, other labels are kept', async () => {
     const project = fresh('p');
     const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'ct' })).body;
     for (const body of [
       { body: 5, contentType: 'text' },
       { body: 5, contentType: 'v8' },
       { body: 'not base64!', contentType: 'bytes' },
-      { messages: [{ body: 'ok', contentType: 'text' }, { body: {}, contentType: 'xml' }] },
+      { messages: [{ body: 'ok', contentType: 'text' }, { body: {}, contentType: 5 }] },
+      { body: {}, contentType: '' },
     ]) {
       const r = await call('POST', `/v1/queues/${q.id}/messages`, body);
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.equal(r.body.error.code, 'invalid_argument');
     }
     assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
-    for (const body of [{ body: 'hi', contentType: 'text' }, { body: 'AQL/', contentType: 'bytes' }, { body: { a: 1 }, contentType: 'json' }, { body: [1] }]) {
+    for (const body of [{ body: 'hi', contentType: 'text' }, { body: 'AQL/', contentType: 'bytes' }, { body: { a: 1 }, contentType: 'json' }, { body: [1] }, { body: { a: 2 }, contentType: 'application/json' }]) {
       assert.equal((await call('POST', `/v1/queues/${q.id}/messages`, body)).status, 201, JSON.stringify(body));
     }
     const peek = (await call('GET', `/v1/queues/${q.id}/messages`)).body.messages;
-    assert.deepEqual(peek.map((m: any) => m.contentType), ['text', 'bytes', 'json', 'json']);
+    assert.deepEqual(peek.map((m: any) => m.contentType), ['text', 'bytes', 'json', 'json', 'application/json']);
+    assert.deepEqual(peek[4].body, { a: 2 });
   });
 
   it('PUT …/consumer replaces the consumer\'s settings: what it leaves out is the default again', async () => {
