@@ -1241,10 +1241,19 @@ export class Engine {
 
   // ------------------------------------------------------------------ tokens
 
-  createToken(access: Access, namespace: string | null, name: string): Promise<string> {
+  /**
+   * A new token: `access` read or readwrite, for one `namespace` (null: all), named for the audit
+   * log. Its arguments are checked here for every caller (the protocol, startEmulator's handle); a
+   * token scoped to one namespace makes tokens for that namespace only.
+   */
+  createToken(access: unknown, namespace: unknown, name: unknown, actor: Actor = SYSTEM_ACTOR): Promise<string> {
     return this.op(() => {
+      if (access !== 'read' && access !== 'readwrite') throw invalid(`access must be "read" or "readwrite", got ${v.describe(access)}`);
+      if (namespace !== null) v.str(namespace, 'namespace', 200);
+      v.str(name, 'name', 200);
+      if (actor.namespace !== null && namespace !== actor.namespace) throw new QuaysideError('forbidden', `this token can only create tokens for namespace "${actor.namespace}"`);
       const token = `qs_${access === 'read' ? 'ro' : 'rw'}_${crypto.randomBytes(18).toString('base64url')}`;
-      this.store.putToken(token, name, access, namespace, this.clock.now());
+      this.store.putToken(token, name as string, access, namespace as string | null, this.clock.now());
       return token;
     });
   }

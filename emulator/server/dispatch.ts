@@ -107,14 +107,9 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     return { ok: true };
   },
   'token.create': async (e, s, a) => {
-    if (a.access !== 'read' && a.access !== 'readwrite') throw invalid('access must be "read" or "readwrite"');
-    const ns = opt(a.namespace);
-    if (ns !== undefined && (typeof ns !== 'string' || ns.length === 0 || ns.length > 200)) throw invalid('namespace must be a non-empty string');
-    const scope = s.actor!.namespace;
-    if (scope !== null && ns !== scope) throw new QuaysideError('forbidden', `this token can only create tokens for namespace "${scope}"`);
-    const name = opt(a.name) ?? `${a.access}${ns ? ':' + ns : ''}`;
-    if (typeof name !== 'string' || name.length > 200) throw invalid('name must be a string of at most 200 characters');
-    return { token: await e.createToken(a.access, (ns as string | undefined) ?? null, name) };
+    const ns = opt(a.namespace) ?? null;
+    const name = opt(a.name) ?? `${String(a.access)}${typeof ns === 'string' ? ':' + ns : ''}`;
+    return { token: await e.createToken(a.access, ns, name, s.actor!) };
   },
 };
 
