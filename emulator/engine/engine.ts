@@ -609,13 +609,7 @@ export class Engine {
   }
 
   ack(args: { receipt: unknown; namespace?: unknown; queue?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ ok: boolean }> {
-    return this.op(() => {
-      const hit = this.leasedBy(args.receipt, actor, this.scopeOf(args, actor));
-      if (!hit) return { ok: false };
-      this.store.ack([hit.row]);
-      this.note(hit.q, 'acked', [messageId(hit.row.id)]);
-      return { ok: true };
-    });
+    return this.op(() => ({ ok: this.ackNow([args.receipt], actor, this.scopeOf(args, actor)) === 1 }));
   }
 
   ackBatch(args: { receipts: unknown; namespace?: unknown; queue?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ acked: number; stale: number }> {
@@ -1128,7 +1122,7 @@ export class Engine {
       const seen = this.lagSeen.get(id);
       if (seen && seen.start === start && seen.depth >= depth && seen.wait >= wait && seen.now === q.n_waiting) continue;
       const same = seen?.start === start;
-      const rec: LagRecord = { id, pubId: q.pub_id, start, depth: Math.max(depth, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting };
+      const rec = this.lagReading(q, start, depth, wait);
       this.lagStaged.push(rec);
       // A step that ended is written with the first record of the next one; otherwise at most once a second.
       if (!same || now - (this.lagWrittenAt.get(id) ?? -Infinity) >= LAG_WRITE_EVERY_MS) {
@@ -1142,11 +1136,16 @@ export class Engine {
 
   /** The final reading of an ended step, merged with what it holds, written at once (it no longer changes). */
   private closeLagStep(q: QueueRow, start: number, wait: number, now: number): void {
-    const seen = this.lagSeen.get(q.id);
-    const same = seen?.start === start;
-    const rec: LagRecord = { id: q.id, pubId: q.pub_id, start, depth: Math.max(q.n_waiting, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting };
+    const rec = this.lagReading(q, start, q.n_waiting, wait);
     this.lagStaged.push(rec);
     this.writeLag(rec, now);
+  }
+
+  /** A reading for step `start`: its peaks merged with the last one seen if that was the same step. */
+  private lagReading(q: QueueRow, start: number, depth: number, wait: number): LagRecord {
+    const seen = this.lagSeen.get(q.id);
+    const same = seen?.start === start;
+    return { id: q.id, pubId: q.pub_id, start, depth: Math.max(depth, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting };
   }
 
   /** Writes one lag record inside the open transaction; settleLag forgets it once that commits. */

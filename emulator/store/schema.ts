@@ -132,10 +132,11 @@ export const MIGRATIONS: string[] = [
 
   // 3: a redelivered message goes to the back of its queue even when its new visible_at ties with
   // messages already waiting (always, under the virtual clock). `seq` orders ready messages with
-  // the same visible_at, and leases that end at the same instant (they come back in queue order): a new message's seq is its id, and a requeue or replay takes a fresh number
-  // from the id allocator, so it sorts after everything pushed before it. Rows written before this
-  // migration keep seq NULL, which sorts first and then by rowid: their old order, ahead of every
-  // newer message. No row is rewritten, so a large data directory migrates in one index build.
+  // the same visible_at, and leases that end at the same instant (they come back in queue order).
+  // A new message's seq is its id, and a requeue or replay takes a fresh number from the id
+  // allocator, so it sorts after everything pushed before it. Rows written before this migration
+  // keep seq NULL, which sorts first and then by rowid: their old order, ahead of every newer
+  // message. No row is rewritten, so a large data directory migrates in one index build.
   `
   ALTER TABLE messages ADD COLUMN seq INTEGER;
   DROP INDEX msg_ready;
