@@ -316,6 +316,18 @@ export const OP_NAMES: readonly OpName[] = [
 ];
 
 /** Server limits, also reported in docs/protocol.md. */
+/**
+ * Why an env `contentType` other than json / text / bytes is refused, or null when it is a label the
+ * emulator keeps as given (with a JSON body). Shared by env.queue.send and POST …/messages.
+ */
+export function contentTypeProblem(contentType: unknown): string | null {
+  if (contentType === 'v8') return 'contentType "v8" (structured clone) is not supported: the emulator stores JSON; use "json", "text" or "bytes"';
+  if (typeof contentType !== 'string' || contentType.length === 0 || contentType.length > 200) {
+    return `contentType must be "json", "text", "bytes" or another label of at most 200 characters, got ${JSON.stringify(contentType)?.slice(0, 60)}`;
+  }
+  return null;
+}
+
 export const LIMITS = {
   maxFrameBytes: 4 * 1024 * 1024,
   maxInFlightPerConnection: 1024,

@@ -1,5 +1,5 @@
 import { QuaysideError } from '../errors';
-import type { Delivery, DeliverEvent, PushInput, ServerEvent } from '../protocol';
+import { contentTypeProblem, type Delivery, type DeliverEvent, type PushInput, type ServerEvent } from '../protocol';
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
@@ -56,11 +56,6 @@ export interface Env {
 const MAX_DELAY_S = 12 * 3600;
 
 function encode(body: unknown, contentType: unknown, at: string): { body: unknown; contentType?: string } {
-  if (contentType === undefined || contentType === null || contentType === 'json') {
-    if (body === undefined) throw invalidArg(`${at}body is missing`);
-    jsonValue(body, `${at}body`);
-    return { body, contentType: contentType === 'json' ? 'json' : undefined };
-  }
   if (contentType === 'text') {
     if (typeof body !== 'string') throw invalidArg(`${at}body must be a string with contentType "text"`);
     return { body, contentType: 'text' };
@@ -72,14 +67,13 @@ function encode(body: unknown, contentType: unknown, at: string): { body: unknow
     else throw invalidArg(`${at}body must be a Uint8Array or ArrayBuffer with contentType "bytes"`);
     return { body: buf.toString('base64'), contentType: 'bytes' };
   }
-  if (contentType === 'v8') throw invalidArg(`${at}contentType "v8" (structured clone) is not supported: the emulator stores JSON; use "json", "text" or "bytes"`);
-  if (typeof contentType !== 'string' || contentType.length === 0 || contentType.length > 200) {
-    throw invalidArg(`${at}contentType must be "json", "text", "bytes" or another label of at most 200 characters, got ${JSON.stringify(contentType)}`);
-  }
-  // Any other label (a MIME type such as "application/json") is kept as given; the body is JSON.
+  // json (given or not), or another label kept as given (a MIME type such as "application/json"): the body is JSON.
+  const label = contentType === undefined || contentType === null ? undefined : contentType;
+  const problem = label === undefined || label === 'json' ? null : contentTypeProblem(label);
+  if (problem) throw invalidArg(`${at}${problem}`);
   if (body === undefined) throw invalidArg(`${at}body is missing`);
   jsonValue(body, `${at}body`);
-  return { body, contentType };
+  return { body, contentType: label as string | undefined };
 }
 
 /** What a consumer sees: bytes come back as a Uint8Array. */

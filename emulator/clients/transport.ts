@@ -40,19 +40,25 @@ export function resolveToken(token?: string): string | undefined {
 }
 
 /**
- * A request as JSON text. A value JSON cannot encode (a BigInt, a cycle) fails `invalid_argument`
- * here, before anything is sent, instead of a bare TypeError from JSON.stringify.
+ * JSON text of `value` (a request's `args`, or the whole frame around them). A value JSON cannot
+ * encode (a BigInt, a cycle) fails `invalid_argument` naming the argument, before anything is
+ * sent, instead of a bare TypeError from JSON.stringify.
  */
-export function encodeRequest(id: number, op: string, args: unknown): string {
+export function argsJson(op: string, args: unknown, value: unknown = args): string {
   try {
-    return JSON.stringify({ id, op, args });
+    return JSON.stringify(value);
   } catch (e) {
     throw notSerialisable(op, args, e);
   }
 }
 
+/** A request frame as JSON text (see argsJson). */
+export function encodeRequest(id: number, op: string, args: unknown): string {
+  return argsJson(op, args, { id, op, args });
+}
+
 /** The `invalid_argument` error for arguments JSON cannot encode, naming the argument when it can. */
-export function notSerialisable(op: string, args: unknown, err: unknown): QuaysideError {
+function notSerialisable(op: string, args: unknown, err: unknown): QuaysideError {
   // Only on this failure path: find which top-level argument is at fault (body, meta, messages…).
   let field: string | undefined;
   if (args !== null && typeof args === 'object') {

@@ -4,7 +4,7 @@ import { Store } from '../store/store';
 import { Session, dispatch, endSession } from '../server/dispatch';
 import { QuaysideError } from '../errors';
 import { PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
-import { notSerialisable, type RequestOptions, type Transport } from '../clients/transport';
+import { argsJson, type RequestOptions, type Transport } from '../clients/transport';
 import { abortError } from '../clients/connection';
 import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from '../clients/sync-face';
 
@@ -39,7 +39,8 @@ export class LocalTransport implements Transport {
     if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
     await this.ready;
     const id = this.nextId++;
-    const frame = { id, op, args: args === undefined ? undefined : copyArgs(op, args) };
+    // The args as the server would see them off the socket; a BigInt or a cycle is invalid_argument.
+    const frame = { id, op, args: args === undefined ? undefined : JSON.parse(argsJson(op, args)) };
     const answer = dispatch(this.engine, this.session, frame);
     if (!signal) return unwrap<K>(await answer);
     return new Promise<OpResult<K>>((resolve, reject) => {
@@ -77,17 +78,6 @@ export class LocalTransport implements Transport {
     endSession(this.engine, this.session);
     this.eventListeners.clear();
   }
-}
-
-/** The args as the server would see them off the socket; a BigInt or a cycle is `invalid_argument`. */
-function copyArgs(op: string, args: unknown): unknown {
-  let text: string;
-  try {
-    text = JSON.stringify(args);
-  } catch (e) {
-    throw notSerialisable(op, args, e);
-  }
-  return JSON.parse(text);
 }
 
 function unwrap<K extends OpName>(r: Awaited<ReturnType<typeof dispatch>>): OpResult<K> {

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { QuaysideError, invalid } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
-import { HTTP_STATUS, READ_OPS, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
+import { HTTP_STATUS, READ_OPS, contentTypeProblem, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
 import { authorize, bearer, resolveToken } from '../server/auth';
 import { json, type HttpRoute } from '../server/server';
 import { envNamespace, envQueueView, ENV_MAX_RETENTION_S } from './env-naming';
@@ -149,7 +149,6 @@ function onlyKnown(b: Record<string, unknown>, allowed: string[]): void {
  * JSON). Any other label, such as a MIME type, is kept as given with a JSON body, as the client does.
  */
 function checkContent(body: unknown, contentType: unknown, at: string): void {
-  if (contentType === undefined || contentType === null || contentType === 'json') return;
   if (contentType === 'text') {
     if (typeof body !== 'string') throw invalid(`${at}body must be a string with contentType "text"`);
     return;
@@ -160,10 +159,9 @@ function checkContent(body: unknown, contentType: unknown, at: string): void {
     }
     return;
   }
-  if (contentType === 'v8') throw invalid(`${at}contentType "v8" (structured clone) is not supported: the emulator stores JSON; use "json", "text" or "bytes"`);
-  if (typeof contentType !== 'string' || contentType.length === 0 || contentType.length > 200) {
-    throw invalid(`${at}contentType must be "json", "text", "bytes" or another label of at most 200 characters, got ${JSON.stringify(contentType)?.slice(0, 60)}`);
-  }
+  if (contentType === undefined || contentType === null || contentType === 'json') return;
+  const problem = contentTypeProblem(contentType);
+  if (problem) throw invalid(`${at}${problem}`);
 }
 
 function sendInput(m: Record<string, unknown>, at = '') {
