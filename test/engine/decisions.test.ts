@@ -11,6 +11,16 @@ import { DB_FILE } from '../../emulator/store/store';
 
 const ref = { namespace: 'ns', queue: 'q' };
 
+/** A database file as an older Quayside left it: the migrations up to `version` only. */
+function legacyDb(file: string, version: number): Database.Database {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  for (const m of MIGRATIONS.slice(0, version)) db.exec(m);
+  db.pragma(`application_id = ${APPLICATION_ID}`);
+  db.pragma(`user_version = ${version}`);
+  return db;
+}
+
 describe('engine: decisions', () => {
   let t: ReturnType<typeof makeEngine>;
   afterEach(async () => t && (await t.close()));
@@ -289,11 +299,7 @@ describe('engine: decisions', () => {
       const dir = tempDir();
       try {
         const file = path.join(dir, DB_FILE);
-        const db = new Database(file);
-        db.pragma('journal_mode = WAL');
-        db.exec(MIGRATIONS[0]);
-        db.pragma(`application_id = ${APPLICATION_ID}`);
-        db.pragma('user_version = 1');
+        const db = legacyDb(file, 1);
         db.prepare("INSERT INTO queues (id, pub_id, ns, name, dialect, policy, created_at, n_waiting, live_bytes) VALUES (1, 'q_old', 'ns', 'q', 'cache', '{}', 0, 1, 1)").run();
         const ins = db.prepare("INSERT INTO messages (queue_id, state, visible_at, enqueued_at, body, size) VALUES (1, 0, 0, 0, ?, 1)");
         for (let i = 1; i <= 40; i++) ins.run(String(i));
@@ -323,12 +329,7 @@ describe('engine: decisions', () => {
       const start = Date.UTC(2026, 0, 5, 10, 0, 0);
       try {
         const file = path.join(dir, DB_FILE);
-        const db = new Database(file);
-        db.pragma('journal_mode = WAL');
-        db.exec(MIGRATIONS[0]);
-        db.exec(MIGRATIONS[1]);
-        db.pragma(`application_id = ${APPLICATION_ID}`);
-        db.pragma('user_version = 2');
+        const db = legacyDb(file, 2);
         // The policy a cache queue is created with, taken from a current engine.
         const fresh = makeEngine();
         await fresh.engine.createQueue({ ...ref, dialect: 'cache' });
