@@ -271,7 +271,7 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'audit': {
         const namespace = flag(args, 'ns', 'namespace');
         const r = await conn.request('audit.list', { namespace, limit: intFlag(args, 'limit', 1) ?? 50 });
-        out(r, table(r.entries.map((e) => [when(e.at), e.token, e.namespace, e.queue, e.action, e.count]), ['AT', 'TOKEN', 'NAMESPACE', 'QUEUE', 'ACTION', 'COUNT']));
+        out(r, table(r.entries.map((e) => [when(e.at), e.token, e.tokenId ?? '-', e.namespace, e.queue, e.action, e.count]), ['AT', 'TOKEN', 'TOKEN ID', 'NAMESPACE', 'QUEUE', 'ACTION', 'COUNT']));
         break;
       }
       case 'advance': {

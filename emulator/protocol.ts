@@ -148,7 +148,10 @@ export interface Delivery extends MessageView {
 export interface AuditEntry {
   id: number;
   at: number;
+  /** The acting token's name (a label, not unique). */
   token: string;
+  /** The acting token's id, a fingerprint that tells tokens apart; null for entries older than schema 4. */
+  tokenId: string | null;
   namespace: string;
   queue: string;
   action: 'replay' | 'purge_dead' | 'purge' | 'delete_queue';

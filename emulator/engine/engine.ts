@@ -26,11 +26,22 @@ export interface EngineOptions {
 
 /** Who asks: used for namespace scoping and the audit log. */
 export interface Actor {
+  /** The token's name, a label its creator chose. */
   name: string;
+  /** The token's id (`tokenId()`), which tells apart tokens that share a name; null: the engine's own caller. */
+  tokenId: string | null;
   namespace: string | null;
 }
 
-export const SYSTEM_ACTOR: Actor = { name: 'system', namespace: null };
+export const SYSTEM_ACTOR: Actor = { name: 'system', tokenId: null, namespace: null };
+
+/**
+ * A token's public id for the audit log: a fingerprint of the secret, the same for every use of
+ * one token and different between tokens, from which the token cannot be recovered.
+ */
+export function tokenId(token: string): string {
+  return `tok_${crypto.createHash('sha256').update(token).digest('hex').slice(0, 12)}`;
+}
 
 /** Far above any receipt the engine hands out (`r_<id>_<token>`); longer is not a receipt. */
 const MAX_RECEIPT_CHARS = 200;
@@ -306,7 +317,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       this.store.deleteQueue(q.id);
-      this.store.audit(this.clock.now(), actor.name, q.ns, q.name, 'delete_queue', q.n_waiting + q.n_leased + q.n_dead, null);
+      this.audit(actor, q, 'delete_queue', q.n_waiting + q.n_leased + q.n_dead, null);
       this.policies.delete(q.id);
       this.delayedAt.delete(q.id);
       this.deletedQueues.push({ id: q.id, pubId: q.pub_id });
@@ -786,10 +797,15 @@ export class Engine {
       }
       return {
         entries: this.store.auditList(ns, queue, limit).map((r) => ({
-          id: r.id, at: r.at, token: r.token, namespace: r.ns, queue: r.queue, action: r.action as AuditEntry['action'], count: r.count, detail: r.detail,
+          id: r.id, at: r.at, token: r.token, tokenId: r.token_id, namespace: r.ns, queue: r.queue, action: r.action as AuditEntry['action'], count: r.count, detail: r.detail,
         })),
       };
     });
+  }
+
+  /** One audit record, in the caller's transaction: when, which token, which queue, how many. */
+  private audit(actor: Actor, q: QueueRow, action: AuditEntry['action'], count: number, detail: string | null): void {
+    this.store.audit(this.clock.now(), actor.name, actor.tokenId, q.ns, q.name, action, count, detail);
   }
 
   // ------------------------------------------------------------------ dead letters and purge
@@ -814,7 +830,7 @@ export class Engine {
       const policy = this.policyOf(q);
       const now = this.clock.now();
       const done = this.store.replay(q.id, ids, max, now, policy.maxMessageAgeMs === null ? null : now + policy.maxMessageAgeMs);
-      this.store.audit(now, actor.name, q.ns, q.name, 'replay', done.length, ids ? `ids: ${done.map(messageId).join(', ').slice(0, 2000)}` : `oldest ${max}`);
+      this.audit(actor, q, 'replay', done.length, ids ? `ids: ${done.map(messageId).join(', ').slice(0, 2000)}` : `oldest ${max}`);
       this.note(q, 'replayed', done.map(messageId));
       return { replayed: done.length };
     });
@@ -826,7 +842,7 @@ export class Engine {
       const ids = this.idsArg(args.ids);
       const gone = this.store.purgeDead(q.id, ids);
       const now = this.clock.now();
-      this.store.audit(now, actor.name, q.ns, q.name, 'purge_dead', gone.length, ids ? `ids: ${gone.map(messageId).join(', ').slice(0, 2000)}` : 'all');
+      this.audit(actor, q, 'purge_dead', gone.length, ids ? `ids: ${gone.map(messageId).join(', ').slice(0, 2000)}` : 'all');
       this.note(q, 'purged', gone.map(messageId));
       return { purged: gone.length };
     });
@@ -839,7 +855,7 @@ export class Engine {
       this.lagBeforeLeaving(q, this.clock.now());
       const n = this.store.purgeLive(q.id);
       this.delayedAt.delete(q.id);
-      this.store.audit(this.clock.now(), actor.name, q.ns, q.name, 'purge', n, 'live messages');
+      this.audit(actor, q, 'purge', n, 'live messages');
       this.note(q, 'purged', []);
       return { purged: n };
     });
@@ -1267,9 +1283,10 @@ export class Engine {
     return t;
   }
 
-  lookupToken(token: string): { name: string; access: Access; namespace: string | null } | null {
+  /** Who a token is, as an actor with its access; null for a token this emulator does not know. */
+  lookupToken(token: string): (Actor & { access: Access }) | null {
     const r = this.store.getToken(token);
-    return r ? { name: r.name, access: r.access as Access, namespace: r.ns } : null;
+    return r ? { name: r.name, tokenId: tokenId(token), access: r.access as Access, namespace: r.ns } : null;
   }
 
   // ------------------------------------------------------------------ lifecycle

@@ -57,7 +57,7 @@ const handle: HttpRoute = async (req, res, engine) => {
     authorize(who.access, route.method === 'GET' ? 'peek' : route.op, READ_OPS);
     const body = req.method === 'GET' || req.method === 'DELETE' ? {} : await readJson(req);
     const m = route.pattern.exec(url.pathname)!;
-    const [status, out] = await route.run({ engine, actor: { name: who.name, namespace: who.namespace }, access: who.access, body, query: url.searchParams }, m);
+    const [status, out] = await route.run({ engine, actor: { name: who.name, tokenId: who.tokenId, namespace: who.namespace }, access: who.access, body, query: url.searchParams }, m);
     json(res, status, out);
   } catch (e) {
     const err = e instanceof QuaysideError ? e : new QuaysideError('internal', (e as Error).message);

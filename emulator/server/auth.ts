@@ -3,7 +3,7 @@ import type { Engine } from '../engine/engine';
 import type { Access, OpName } from '../protocol';
 
 /** Looks a token up; a missing or unknown token is `unauthorized`. */
-export function resolveToken(engine: Engine, token: unknown): { name: string; access: Access; namespace: string | null } {
+export function resolveToken(engine: Engine, token: unknown): NonNullable<ReturnType<Engine['lookupToken']>> {
   if (typeof token !== 'string' || token.length === 0) throw new QuaysideError('unauthorized', 'a token is required (QUAYSIDE_TOKEN, or the one `quayside start` printed)');
   const who = token.length <= 200 ? engine.lookupToken(token) : null;
   if (!who) throw new QuaysideError('unauthorized', 'the token is not known to this emulator');

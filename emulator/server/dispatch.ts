@@ -150,7 +150,7 @@ export async function dispatch(engine: Engine, s: Session, frame: unknown): Prom
 function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
   if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${typeof a.version === 'number' ? a.version : typeof a.version}; this emulator speaks ${PROTOCOL_VERSION}`);
   const who = resolveToken(engine, a.token);
-  s.actor = { name: who.name, namespace: who.namespace };
+  s.actor = { name: who.name, tokenId: who.tokenId, namespace: who.namespace };
   s.access = who.access;
   return { version: PROTOCOL_VERSION, server: 'quayside', clock: engine.clock.mode, now: engine.now(), access: who.access, namespace: who.namespace };
 }

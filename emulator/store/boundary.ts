@@ -93,6 +93,7 @@ export interface AuditRow {
   id: number;
   at: number;
   token: string;
+  token_id: string | null;
   ns: string;
   queue: string;
   action: string;
@@ -192,7 +193,7 @@ export interface QueueStore {
   useQuota(ns: string, day: number, n: number): void;
 
   // ---- audit
-  audit(at: number, token: string, ns: string, queue: string, action: string, count: number, detail: string | null): void;
+  audit(at: number, token: string, tokenId: string | null, ns: string, queue: string, action: string, count: number, detail: string | null): void;
   auditList(ns: string | null, queue: string | null, limit: number): AuditRow[];
 
   // ---- lag history

@@ -149,6 +149,13 @@ export const MIGRATIONS: string[] = [
   UPDATE queues SET policy = json_set(policy, '$.maxDelayMs', 604800000)
     WHERE dialect = 'cache' AND json_valid(policy) AND json_extract(policy, '$.maxDelayMs') = 43200000;
   `,
+
+  // 4: the audit log says which token acted. A token's name is a label its creator chose (two
+  // tokens may share one), so each entry also keeps the token's id: a fingerprint of the secret,
+  // stable and unique, never the secret itself. Entries from before keep token_id NULL.
+  `
+  ALTER TABLE audit ADD COLUMN token_id TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -312,7 +312,7 @@ export class Store implements QueueStore {
       nsQuota: d.prepare('INSERT INTO namespaces (ns, daily_quota) VALUES (?, ?) ON CONFLICT (ns) DO UPDATE SET daily_quota = excluded.daily_quota'),
       nsUse: d.prepare('INSERT INTO namespaces (ns, daily_quota, day, used) VALUES (?, NULL, ?, ?) ON CONFLICT (ns) DO UPDATE SET used = CASE WHEN day = excluded.day THEN used + excluded.used ELSE excluded.used END, day = excluded.day'),
 
-      auditInsert: d.prepare('INSERT INTO audit (at, token, ns, queue, action, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      auditInsert: d.prepare('INSERT INTO audit (at, token, token_id, ns, queue, action, count, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
 
       lagGet: d.prepare<[number, number], { peak_depth: number; max_wait_ms: number }>('SELECT peak_depth, max_wait_ms FROM lag WHERE queue_id = ? AND start = ?'),
       lagPut: d.prepare('INSERT INTO lag (queue_id, start, peak_depth, max_wait_ms, end_depth) VALUES (?, ?, ?, ?, ?) ON CONFLICT (queue_id, start) DO UPDATE SET peak_depth = max(peak_depth, excluded.peak_depth), max_wait_ms = max(max_wait_ms, excluded.max_wait_ms), end_depth = excluded.end_depth'),
@@ -904,8 +904,8 @@ export class Store implements QueueStore {
 
   // ---- audit
 
-  audit(at: number, token: string, ns: string, queue: string, action: string, count: number, detail: string | null): void {
-    this.s.auditInsert.run(at, token, ns, queue, action, count, detail);
+  audit(at: number, token: string, tokenId: string | null, ns: string, queue: string, action: string, count: number, detail: string | null): void {
+    this.s.auditInsert.run(at, token, tokenId, ns, queue, action, count, detail);
   }
 
   auditList(ns: string | null, queue: string | null, limit: number): AuditRow[] {

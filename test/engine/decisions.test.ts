@@ -365,6 +365,28 @@ describe('engine: decisions', () => {
       }
     });
 
+    it('a schema-3 database migrates to audit entries with token ids: old entries keep theirs null, new ones get one', async () => {
+      const dir = tempDir();
+      try {
+        const file = path.join(dir, DB_FILE);
+        const db = legacyDb(file, 3);
+        db.prepare("INSERT INTO audit (at, token, ns, queue, action, count, detail) VALUES (1, 'ci', 'ns', 'q', 'purge_dead', 2, 'all')").run();
+        db.close();
+        t = makeEngine({ dataDir: dir });
+        await t.engine.createQueue({ ...ref, dialect: 'cache' });
+        await t.engine.purgeDead(ref, { name: 'ci', tokenId: 'tok_000000000001', namespace: null });
+        const { entries } = await t.engine.auditList({});
+        assert.deepEqual(entries.map((e) => [e.token, e.tokenId, e.action, e.count]), [
+          ['ci', 'tok_000000000001', 'purge_dead', 0],
+          ['ci', null, 'purge_dead', 2],
+        ]);
+      } finally {
+        await t.close();
+        t = null as never;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('a batch long enough for multi-row inserts keeps every message whole, in order, with its own id, delay, dedupe key and attributes', async () => {
       t = makeEngine();
       // 61 = two statements of 25 rows, then 11 one by one.

@@ -327,12 +327,12 @@ describe('engine: message transitions', () => {
     withQueue('cache', async (t) => {
       await killOne(t);
       await killOne(t);
-      await t.engine.replay(ref, { name: 'ci-token', namespace: null });
-      await t.engine.purgeDead(ref, { name: 'other', namespace: null });
+      await t.engine.replay(ref, { name: 'ci-token', tokenId: 'tok_1', namespace: null });
+      await t.engine.purgeDead(ref, { name: 'other', tokenId: 'tok_2', namespace: null });
       const { entries } = await t.engine.auditList({});
-      assert.deepEqual(entries.map((e) => [e.action, e.token, e.count, e.queue]), [
-        ['purge_dead', 'other', 0, 'q'],
-        ['replay', 'ci-token', 2, 'q'],
+      assert.deepEqual(entries.map((e) => [e.action, e.token, e.tokenId, e.count, e.queue]), [
+        ['purge_dead', 'other', 'tok_2', 0, 'q'],
+        ['replay', 'ci-token', 'tok_1', 2, 'q'],
       ]);
     }));
 

@@ -219,6 +219,30 @@ describe('reliability: access', function () {
     await c.close();
   });
 
+  it('the audit log tells apart tokens that share a name, and a scoped token cannot pass for the admin', async () => {
+    await admin.ok('queue.create', { namespace: 'alpha', queue: 'who', dialect: 'cache' });
+    const a = { namespace: 'alpha', queue: 'who' };
+    const twinA = (await admin.ok('token.create', { access: 'readwrite', namespace: 'alpha', name: 'ci' })).token;
+    const twinB = (await admin.ok('token.create', { access: 'readwrite', namespace: 'alpha', name: 'ci' })).token;
+    const scoped = await RawClient.hello(emu.url, twinA);
+    const fakeAdmin = (await scoped.ok('token.create', { access: 'readwrite', namespace: 'alpha', name: 'admin' })).token;
+    for (const t of [twinA, twinB, fakeAdmin, emu.token, twinA]) {
+      const c = await RawClient.hello(emu.url, t);
+      await c.ok('dead.purge', a);
+      await c.close();
+    }
+    await scoped.close();
+    type Entry = { token: string; tokenId: string | null; queue: string };
+    const entries = ((await admin.ok('audit.list', { namespace: 'alpha', queue: 'who' })).entries as Entry[]).reverse();
+    assert.deepEqual(entries.map((e) => e.token), ['ci', 'ci', 'admin', 'admin', 'ci']);
+    const ids = entries.map((e) => e.tokenId);
+    assert.ok(ids.every((id) => typeof id === 'string' && /^tok_[0-9a-f]{12}$/.test(id)), `ids: ${ids.join(', ')}`);
+    assert.equal(new Set(ids.slice(0, 4)).size, 4, 'four different tokens, four different ids');
+    assert.equal(ids[4], ids[0], 'one token keeps one id');
+    // The id is a fingerprint: no part of any secret shows in the log.
+    for (const secret of [twinA, twinB, fakeAdmin, emu.token]) assert.ok(ids.every((id) => !secret.includes(id!.slice(4))));
+  });
+
   it('queue names, namespaces, keys and searches with quotes, unicode and SQL fragments are just names', async () => {
     const nasty = ["'; DROP TABLE messages; --", 'Robert"); DROP TABLE queues;--', '%', '_', '\\', '1 OR 1=1', '🚀 队列 ñ', 'a/b', '"', "''", 'ＡＢＣ', '\u202e'];
     const before = (await admin.ok('queue.list', {})).queues.length;

@@ -596,7 +596,8 @@ async function loadAudit() {
         h('td', { title: isoTime(e.at) }, `${isoTime(e.at)} · ${relative(e.at, now())}`),
         h('td', null, h('span', { class: `action action-${e.action}` }, ACTION_LABEL[e.action] ?? e.action)),
         h('td', { class: 'num' }, num(e.count)),
-        h('td', { class: 'mono', title: e.token }, shortId(e.token)),
+        // The name is the creator's label; the id tells apart tokens that share one.
+        h('td', { title: e.tokenId ? `token ${e.tokenId}` : 'recorded before token ids' }, e.token, e.tokenId ? h('span', { class: 'mono muted' }, ` ${e.tokenId}`) : null),
         h('td', { class: 'muted' }, e.detail ?? ''))));
     show($('audit-empty'), entries.length === 0);
     setUp();

@@ -628,6 +628,11 @@ describe('conformance: cache (seeds/000)', function () {
       await run(tsx, [cli, 'replay', 'jobs', ...args]);
       assert.equal((await q.deadLetters()).total, 0);
       assert.equal((await q.stats()).depth, 1);
+      // quayside audit shows who replayed: the token's name and id.
+      const audit = await run(tsx, [cli, 'audit', ...args.filter((a) => a !== '--json')]);
+      const [head, row] = audit.stdout.trim().split('\n');
+      assert.match(head, /^AT\s+TOKEN\s+TOKEN ID\s+NAMESPACE\s+QUEUE\s+ACTION\s+COUNT$/);
+      assert.match(row, new RegExp(`\\sadmin\\s+tok_[0-9a-f]{12}\\s+${cache.namespace}\\s+jobs\\s+replay\\s+1$`));
     });
   });
 

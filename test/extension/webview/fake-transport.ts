@@ -266,6 +266,6 @@ export class FakeTransport implements Transport {
   }
 
   private log(action: AuditEntry['action'], count: number) {
-    this.audit.unshift({ id: this.audit.length + 1, at: this.now, token: 'qs_rw_extension_0001', namespace: this.namespace, queue: this.queue, action, count, detail: null });
+    this.audit.unshift({ id: this.audit.length + 1, at: this.now, token: 'extension', tokenId: 'tok_5c1e0a9f2b7d', namespace: this.namespace, queue: this.queue, action, count, detail: null });
   }
 }

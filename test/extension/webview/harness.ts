@@ -205,8 +205,8 @@ export function fixtureQueue(opts: { mixed?: boolean } = {}): FakeTransport {
   // In FIFO order, as the emulator lists them (the tests use the grouped order: page 4 is all dead).
   if (opts.mixed) t.messages.sort((a, b) => a.enqueuedAt - b.enqueuedAt || a.id.localeCompare(b.id));
   t.audit = [
-    { id: 2, at: now - 95 * MIN, token: 'qs_rw_2f9c1e7a0b6d4c1f', namespace: 'shop', queue: 'orders', action: 'purge_dead', count: 3, detail: 'ids: 3' },
-    { id: 1, at: now - 240 * MIN, token: 'qs_rw_2f9c1e7a0b6d4c1f', namespace: 'shop', queue: 'orders', action: 'replay', count: 20, detail: 'oldest 20' },
+    { id: 2, at: now - 95 * MIN, token: 'ops-bot', tokenId: 'tok_2f9c1e7a0b6d', namespace: 'shop', queue: 'orders', action: 'purge_dead', count: 3, detail: 'ids: 3' },
+    { id: 1, at: now - 240 * MIN, token: 'ops-bot', tokenId: 'tok_2f9c1e7a0b6d', namespace: 'shop', queue: 'orders', action: 'replay', count: 20, detail: 'oldest 20' },
   ];
   return t;
 }
