@@ -1,6 +1,6 @@
 import { Engine } from './engine/engine';
 import { QuaysideError } from './errors';
-import { SystemClock, VirtualClock, type Clock } from './engine/clock';
+import { SystemClock, VirtualClock, type Clock, type VirtualClockControl, type VirtualClockOption } from './engine/clock';
 import { Store } from './store/store';
 import { QuaysideServer } from './server/server';
 import { envHttpRoutes } from './http/env-api';
@@ -15,7 +15,7 @@ export interface EmulatorOptions {
   /** Force an in-memory database even if dataDir is given. */
   memory?: boolean;
   /** 'virtual' gives a clock that only `clock.advance(ms)` moves. A number is a virtual start time. */
-  clock?: 'system' | 'virtual' | { start: number };
+  clock?: 'system' | VirtualClockOption;
   /** The read-write token to accept (default: kept from the data directory, or a new one). */
   token?: string;
   /** The cache free tier: 1,000 messages a day per namespace (or this many), then 429 until 00:00 UTC. */
@@ -25,12 +25,7 @@ export interface EmulatorOptions {
   log?: (line: string) => void;
 }
 
-export interface VirtualClockControl {
-  /** Epoch ms. */
-  now(): number;
-  /** Moves time on; resolves once all work that fell due was applied and its events were sent. */
-  advance(ms: number): Promise<number>;
-}
+export type { VirtualClockControl, VirtualClockOption };
 
 export interface Emulator {
   /** `ws://127.0.0.1:<port>`; the same port answers HTTP. */
@@ -51,7 +46,12 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
+/** An emulator started with a virtual clock: its `clock` is always there. */
+export type VirtualEmulator = Emulator & { clock: VirtualClockControl };
+
 /** Starts an emulator in this process; what app tests call in a `before` hook. */
+export function startEmulator(opts: EmulatorOptions & { clock: VirtualClockOption }): Promise<VirtualEmulator>;
+export function startEmulator(opts?: EmulatorOptions): Promise<Emulator>;
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 0;

@@ -1,5 +1,5 @@
 import { Engine } from '../engine/engine';
-import { SystemClock, VirtualClock, type Clock } from '../engine/clock';
+import { SystemClock, VirtualClock, type Clock, type VirtualClockControl, type VirtualClockOption } from '../engine/clock';
 import { Store } from '../store/store';
 import { Session, dispatch, endSession } from '../server/dispatch';
 import { QuaysideError } from '../errors';
@@ -87,21 +87,26 @@ function unwrap<K extends OpName>(r: Awaited<ReturnType<typeof dispatch>>): OpRe
 
 export interface MemoryQueuesOptions {
   /** 'virtual': time moves only by `clock.advance(ms)` (for tests). A number starts a virtual clock there. Default 'system'. */
-  clock?: 'system' | 'virtual' | { start: number };
+  clock?: 'system' | VirtualClockOption;
 }
 
 export interface MemoryQueues {
   /** The same `queue()` as quayside/sync, on this in-memory engine. */
   queue(opts: SyncQueueOptions): SyncQueue;
   /** Present with `clock: 'virtual'`: epoch ms now, and advance (resolves once due work was applied). */
-  clock?: { now(): number; advance(ms: number): Promise<number> };
+  clock?: VirtualClockControl;
   /** The engine, for tests that want to look inside. */
   readonly engine: Engine;
   /** Drops every queue and message. */
   close(): Promise<void>;
 }
 
+/** In-memory queues with a virtual clock: their `clock` is always there. */
+export type VirtualMemoryQueues = MemoryQueues & { clock: VirtualClockControl };
+
 /** An isolated in-memory queue system: its own engine, store and (optionally virtual) clock. */
+export function createMemoryQueues(opts: MemoryQueuesOptions & { clock: VirtualClockOption }): VirtualMemoryQueues;
+export function createMemoryQueues(opts?: MemoryQueuesOptions): MemoryQueues;
 export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues {
   const virtual = opts.clock === 'virtual' || (typeof opts.clock === 'object' && opts.clock !== null);
   const clock: Clock = virtual ? new VirtualClock(typeof opts.clock === 'object' ? opts.clock.start : Date.now()) : new SystemClock();

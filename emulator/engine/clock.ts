@@ -26,3 +26,14 @@ export class VirtualClock implements Clock {
     if (t > this.t) this.t = t;
   }
 }
+
+/** What `clock: 'virtual'` (or `{ start }`) asks for: a clock only `advance()` moves. */
+export type VirtualClockOption = 'virtual' | { start: number };
+
+/** The handle a virtual clock gives tests (startEmulator, createMemoryQueues). */
+export interface VirtualClockControl {
+  /** Epoch ms. */
+  now(): number;
+  /** Moves time on; resolves once all work that fell due was applied and its events were sent. */
+  advance(ms: number): Promise<number>;
+}

@@ -31,6 +31,46 @@ describe('entry points (package exports, built)', function () {
     }
   });
 
+  it('an app\'s strict TypeScript test type-checks against the built typings, with the virtual clock always there when asked for', function () {
+    this.timeout(60_000);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const ts = require('typescript') as typeof import('typescript');
+    const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'qs-types-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'node_modules'));
+      fs.symlinkSync(root, path.join(dir, 'node_modules', 'quayside'), 'dir');
+      fs.writeFileSync(path.join(dir, 'app.test.ts'), [
+        "import { startEmulator } from 'quayside/emulator';",
+        "import { createCache } from 'quayside/cache';",
+        "import { createMemoryQueues } from 'quayside/sync/memory';",
+        'export async function run(): Promise<number> {',
+        "  const emu = await startEmulator({ clock: 'virtual' });",
+        "  const jobs = createCache({ url: emu.url, token: emu.token, namespace: 'app' }).queue('jobs');",
+        '  await jobs.push({ n: 1 }, { delaySeconds: 30 });',
+        '  await emu.clock.advance(30_000);',
+        "  const mem = createMemoryQueues({ clock: { start: 0 } });",
+        '  await mem.clock.advance(1);',
+        '  await emu.close();',
+        '  return emu.clock.now() + mem.clock.now();',
+        '}',
+        // Without a virtual clock there may be none: the typings must say so.
+        'export async function plain(): Promise<void> {',
+        '  const emu = await startEmulator();',
+        '  // @ts-expect-error clock is only there with clock: virtual',
+        '  await emu.clock.advance(1);',
+        '}',
+      ].join('\n'));
+      const program = ts.createProgram([path.join(dir, 'app.test.ts')], {
+        strict: true, noEmit: true, module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16,
+        target: ts.ScriptTarget.ES2022, types: [], skipLibCheck: true, preserveSymlinks: true,
+      });
+      const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      assert.deepEqual(problems, []);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('quayside/sync/memory works from the build with no emulator', async () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { createMemoryQueues } = require(path.join(root, 'dist/emulator/embedded/memory.js'));

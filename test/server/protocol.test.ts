@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { startEmulator, type Emulator } from '../../emulator/emulator';
+import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
 import { Connection } from '../../emulator/clients/connection';
 import type { ChangeEvent, ResponseFrame, ServerFrame } from '../../emulator/protocol';
 import { rejects } from '../helpers';
@@ -41,7 +41,7 @@ async function raw(url: string) {
 }
 
 describe('server: the WebSocket protocol', () => {
-  let emu: Emulator;
+  let emu: VirtualEmulator;
   let c: Connection;
   const ref = { namespace: 'p', queue: 'jobs' };
 
@@ -122,7 +122,7 @@ describe('server: the WebSocket protocol', () => {
     await other.request('push', { ...ref, body: 1, create: 'cache' });
     const [m] = (await other.request('pull', ref)).messages;
     await other.request('nack', { receipt: m.receipt, dead: true });
-    await emu.clock!.advance(0);
+    await emu.clock.advance(0);
     const kinds = events.map((e) => e.kind);
     assert.deepEqual(kinds, ['queue_created', 'pushed', 'leased', 'dead']);
     assert.ok(events.every((e) => e.subscription === subscription && e.namespace === 'p'));
@@ -161,7 +161,7 @@ describe('server: the WebSocket protocol', () => {
   it('a stale or unknown receipt answers ok: false; what cannot be a receipt (not a string, empty) is invalid_argument', async () => {
     await c.request('push', { ...ref, body: 1, create: 'cache' });
     const [m] = (await c.request('pull', { ...ref, leaseMs: 1000 })).messages;
-    await emu.clock!.advance(1000);
+    await emu.clock.advance(1000);
     assert.deepEqual(await c.request('ack', { receipt: m.receipt }), { ok: false });
     assert.deepEqual(await c.request('ack', { receipt: 'garbage' }), { ok: false });
     assert.equal((await rejects(c.request('ack', { receipt: 7 as never }))).code, 'invalid_argument');
@@ -175,7 +175,7 @@ describe('server: the WebSocket protocol', () => {
     await sub.request('subscribe', {});
     try {
       for (let i = 0; i < 20; i++) {
-        const now = await emu.clock!.advance(10);
+        const now = await emu.clock.advance(10);
         assert.equal(clockEvents[clockEvents.length - 1], now, `advance #${i + 1} resolved before its clock event arrived`);
       }
     } finally {
@@ -192,7 +192,7 @@ describe('server: the WebSocket protocol', () => {
     assert.equal(now, before + 1234);
     await c.request('clock.now', {});
     assert.deepEqual(clockEvents, [now]);
-    assert.equal(emu.clock!.now(), now);
+    assert.equal(emu.clock.now(), now);
     assert.equal((await rejects(c.request('clock.advance', { ms: -1 }))).code, 'invalid_argument');
   });
 
@@ -222,11 +222,11 @@ describe('startEmulator', () => {
 
   it('clock: "virtual" has now() as epoch ms and advance(ms)', async () => {
     const emu = await startEmulator({ memory: true, clock: 'virtual' });
-    const t0 = emu.clock!.now();
+    const t0 = emu.clock.now();
     assert.equal(typeof t0, 'number');
     assert.ok(Math.abs(t0 - Date.now()) < 60_000);
-    await emu.clock!.advance(14 * 24 * 3600 * 1000);
-    assert.equal(emu.clock!.now(), t0 + 14 * 24 * 3600 * 1000);
+    await emu.clock.advance(14 * 24 * 3600 * 1000);
+    assert.equal(emu.clock.now(), t0 + 14 * 24 * 3600 * 1000);
     await emu.close();
   });
 });

@@ -30,7 +30,7 @@ describe('examples/sync-app', () => {
       throw new Error('corrupt image');
     };
     await work(q, fail, { wait: false });
-    await mem.clock!.advance(3000); // the nack delay
+    await mem.clock.advance(3000); // the nack delay
     await work(q, fail, { wait: false });
     const dlq = await q.dlq();
     assert.deepEqual(dlq.map((d) => [d.reason, d.attempts, d.lastError]), [['render_failed', 2, 'corrupt image']]);

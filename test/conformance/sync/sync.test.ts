@@ -42,7 +42,7 @@ const variants: { name: string; make: () => Promise<Harness> }[] = [
     name: 'quayside/sync/memory (in-process)',
     async make() {
       const mem = memory.createMemoryQueues({ clock: { start: START } });
-      return { name: 'memory', queue: (o) => mem.queue(o), advance: (ms) => mem.clock!.advance(ms), now: () => mem.clock!.now(), close: () => mem.close() };
+      return { name: 'memory', queue: (o) => mem.queue(o), advance: (ms) => mem.clock.advance(ms), now: () => mem.clock.now(), close: () => mem.close() };
     },
   },
 ];

@@ -1,13 +1,13 @@
 // The panel's host handler against the real emulator (startEmulator + the WebSocket Connection).
 import assert from 'node:assert/strict';
-import { startEmulator, type Emulator } from '../../../emulator/emulator';
+import { startEmulator, type VirtualEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
 import { PanelHandler, type PanelUi } from '../../../src/panel/handler';
 import type { HostMessage } from '../../../src/panel/messages';
 
 describe('panel handler against the real emulator', function () {
   this.timeout(20_000);
-  let emu: Emulator;
+  let emu: VirtualEmulator;
   let conn: Connection;
   let handler: PanelHandler;
   const posted: HostMessage[] = [];
@@ -34,7 +34,7 @@ describe('panel handler against the real emulator', function () {
   it('init, push (one and ×N), peek with states, search and cursor, message.get', async () => {
     const init = await handler.dispatch('init', {});
     assert.equal(init.queue.name, 'orders');
-    assert.equal(init.now, emu.clock!.now());
+    assert.equal(init.now, emu.clock.now());
     const one = await handler.dispatch('push', { body: '{"orderId": "ord-1", "customer": "ada"}', delaySeconds: '', dedupeKey: 'k1', attributes: '{"source":"panel"}', count: '' });
     assert.equal(one.sent, 1);
     const again = await handler.dispatch('push', { body: '{"orderId": "ord-1b"}', delaySeconds: '', dedupeKey: 'k1', attributes: '', count: '' });
@@ -92,7 +92,7 @@ describe('panel handler against the real emulator', function () {
   it('forwards the queue’s change events to the webview', async () => {
     posted.length = 0;
     await conn.request('push', { ...ref, body: { live: true } });
-    await emu.clock!.advance(61_000); // the delayed message becomes ready too
+    await emu.clock.advance(61_000); // the delayed message becomes ready too
     await new Promise((r) => setTimeout(r, 100));
     const changed = posted.filter((m) => m.type === 'event' && m.event === 'changed');
     assert.ok(changed.length >= 1);
