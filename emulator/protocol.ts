@@ -332,7 +332,10 @@ export function contentTypeProblem(contentType: unknown): string | null {
 }
 
 export const LIMITS = {
-  maxFrameBytes: 4 * 1024 * 1024,
+  /** A request frame, in UTF-8 bytes: the same 8 MiB as an HTTP request body, so a batch that one takes the other takes. */
+  maxFrameBytes: 8 * 1024 * 1024,
+  /** The most a queue's message size limit (`maxPayloadBytes`) may be set to: half a frame, so one message always fits. */
+  maxMessageBytes: 4 * 1024 * 1024,
   maxInFlightPerConnection: 1024,
   maxConnections: 512,
   maxWaitingPullsPerConnection: 256,

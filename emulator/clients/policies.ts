@@ -1,4 +1,4 @@
-import type { QueuePolicy } from '../protocol';
+import { LIMITS, type QueuePolicy } from '../protocol';
 import { invalidArg, optCount, optMs, optObject, optSeconds } from './common';
 
 // How each product's queue settings map onto the engine's QueuePolicy. Shared by the faces and
@@ -51,7 +51,7 @@ export function syncPolicy(limits: unknown, delivery: unknown): Partial<QueuePol
   if (maxDeliveries !== undefined) p.maxDeliveries = maxDeliveries;
   const lease = optMs(merged.defaultLeaseMs, 'defaultLeaseMs', { min: 1, max: 12 * 3600 * 1000 });
   if (lease !== undefined) p.leaseMs = lease;
-  const payload = optCount(merged.payloadBytes, 'payloadBytes', 1, 64 * 1024 * 1024);
+  const payload = optCount(merged.payloadBytes, 'payloadBytes', 1, LIMITS.maxMessageBytes);
   if (payload !== undefined) p.maxPayloadBytes = payload;
   const age = optMs(merged.maxMessageAgeMs, 'maxMessageAgeMs', { min: 1, max: 10 * YEAR_MS });
   if (age !== undefined) p.maxMessageAgeMs = age;
@@ -134,7 +134,7 @@ export function cachePolicy(s: CacheQueueSettings): Partial<QueuePolicy> {
   if (dr !== undefined) p.deadRetentionMs = dr;
   const dd = optSeconds(s.dedupeSeconds, 'dedupeSeconds', { min: 1, max: 365 * 24 * 3600 });
   if (dd !== undefined) p.dedupeTtlMs = dd;
-  const pb = optCount(s.maxPayloadBytes, 'maxPayloadBytes', 1, 64 * 1024 * 1024);
+  const pb = optCount(s.maxPayloadBytes, 'maxPayloadBytes', 1, LIMITS.maxMessageBytes);
   if (pb !== undefined) p.maxPayloadBytes = pb;
   return p;
 }

@@ -1,5 +1,5 @@
 import { QuaysideError } from '../errors';
-import type { OpArgs, OpName, OpResult, ServerEvent } from '../protocol';
+import { LIMITS, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -52,9 +52,20 @@ export function argsJson(op: string, args: unknown, value: unknown = args): stri
   }
 }
 
-/** A request frame as JSON text (see argsJson). */
+/**
+ * A request frame as JSON text (see argsJson). A frame over the emulator's limit is refused here,
+ * `payload_too_large` with nothing sent: the server could not tell whose request it was.
+ */
 export function encodeRequest(id: number, op: string, args: unknown): string {
-  return argsJson(op, args, { id, op, args });
+  const text = argsJson(op, args, { id, op, args });
+  // UTF-8 takes at most 3 bytes per UTF-16 unit, so most frames need no count.
+  if (text.length * 3 > LIMITS.maxFrameBytes) {
+    const size = Buffer.byteLength(text);
+    if (size > LIMITS.maxFrameBytes) {
+      throw new QuaysideError('payload_too_large', `${op}: the request is ${size} bytes; the emulator takes at most ${LIMITS.maxFrameBytes} bytes (8 MiB) per request: send fewer messages at once`, { details: { size, limit: LIMITS.maxFrameBytes } });
+    }
+  }
+  return text;
 }
 
 /** The `invalid_argument` error for arguments JSON cannot encode, naming the argument when it can. */

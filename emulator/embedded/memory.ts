@@ -4,7 +4,7 @@ import { Store } from '../store/store';
 import { Session, dispatch, endSession } from '../server/dispatch';
 import { QuaysideError } from '../errors';
 import { PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
-import { argsJson, type RequestOptions, type Transport } from '../clients/transport';
+import { encodeRequest, type RequestOptions, type Transport } from '../clients/transport';
 import { abortError } from '../clients/connection';
 import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from '../clients/sync-face';
 
@@ -39,8 +39,9 @@ export class LocalTransport implements Transport {
     if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
     await this.ready;
     const id = this.nextId++;
-    // The args as the server would see them off the socket; a BigInt or a cycle is invalid_argument.
-    const frame = { id, op, args: args === undefined ? undefined : JSON.parse(argsJson(op, args)) };
+    // The args as the server would see them off the socket: a BigInt or a cycle is invalid_argument,
+    // and a request larger than a frame is refused as it would be over the network.
+    const frame = JSON.parse(encodeRequest(id, op, args)) as { id: number; op: string; args?: unknown };
     const answer = dispatch(this.engine, this.session, frame);
     if (!signal) return unwrap<K>(await answer);
     return new Promise<OpResult<K>>((resolve, reject) => {

@@ -1,4 +1,4 @@
-import type { ConsumerSettings, Dialect, QueuePolicy } from '../protocol';
+import { LIMITS, type ConsumerSettings, type Dialect, type QueuePolicy } from '../protocol';
 import { invalid } from '../errors';
 import { describe } from './validate';
 
@@ -86,6 +86,8 @@ export function mergePolicy(base: QueuePolicy, patch: unknown): QueuePolicy {
     if (v === undefined) continue;
     if ((POSITIVE_MS as string[]).includes(k) || k === 'maxDeliveries' || k === 'maxPayloadBytes') {
       if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) throw invalid(`policy.${k} must be a positive integer, got ${describe(v)}`);
+      // A message must fit in one protocol frame, so that what an in-process queue accepts a client can send.
+      if (k === 'maxPayloadBytes' && v > LIMITS.maxMessageBytes) throw invalid(`policy.maxPayloadBytes is at most ${LIMITS.maxMessageBytes} bytes (4 MiB), got ${v}`);
       (out as unknown as Record<string, unknown>)[k] = v;
     } else if ((NULLABLE_POSITIVE as string[]).includes(k)) {
       if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)) throw invalid(`policy.${k} must be a positive integer or null, got ${describe(v)}`);

@@ -133,7 +133,8 @@ export class QuaysideServer {
   private onFrame(ws: WebSocket, s: Session, flow: Flow, data: RawData, isBinary: boolean): void {
     const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer).byteLength;
     if (size > LIMITS.maxFrameBytes) {
-      this.reply(ws, { id: null, ok: false, error: { code: 'payload_too_large', message: `a frame is at most ${LIMITS.maxFrameBytes} bytes; this one was ${size}` } });
+      const id = leadingId(Array.isArray(data) ? data[0] : Buffer.isBuffer(data) ? data : Buffer.from(data));
+      this.reply(ws, { id, ok: false, error: { code: 'payload_too_large', message: `a frame is at most ${LIMITS.maxFrameBytes} bytes; this one was ${size}`, details: { size, limit: LIMITS.maxFrameBytes } } });
       return;
     }
     if (isBinary) {
@@ -281,4 +282,14 @@ export function json(res: http.ServerResponse, status: number, body: unknown): v
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+/**
+ * The `id` of a frame too large to parse, when it opens the frame (`{"id":…` as the clients write
+ * it), so the sender's request is answered rather than left waiting; otherwise null.
+ */
+export function leadingId(head: Buffer): number | string | null {
+  const m = /^\s*\{\s*"id"\s*:\s*(?:(-?\d{1,15})\s*[,}]|"([^"\\]{0,200})")/.exec(head.subarray(0, 256).toString('utf8'));
+  if (!m) return null;
+  return m[1] !== undefined ? Number(m[1]) : m[2];
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { createCache, type Cache } from '../../emulator/clients/cache';
+import { createEnv } from '../../emulator/clients/env';
 import { Connection } from '../../emulator/clients/connection';
 import * as remote from '../../emulator/clients/sync';
 import type { SyncQueue } from '../../emulator/clients/sync-face';
@@ -266,5 +267,80 @@ describe('clients: a sync handle with a read-only token', function () {
     const token = await readOnlyToken(emu, fresh('elsewhere'));
     const ro = handle({ id: fresh('jobs'), tenantId: fresh('tenant'), url: emu.url, token });
     assert.equal((await rejects(ro.stats())).code, 'forbidden');
+  });
+});
+
+describe('clients: requests as large as a frame allows, and larger', function () {
+  this.timeout(60_000);
+  let emu: Emu;
+  before(async () => {
+    emu = await startTestEmulator();
+  });
+  after(async () => {
+    await emu.close();
+  });
+
+  it('env sendBatch: 40 messages of 120 KB (4.8 MB) go through as over HTTP; a batch over 8 MiB is payload_too_large at once, nothing sent, and the connection keeps working', async () => {
+    const project = fresh('big');
+    const conn = new Connection({ url: emu.url, token: emu.token });
+    try {
+      await conn.request('queue.create', { namespace: `${project}/e`, queue: 's', dialect: 'env' });
+      const env = createEnv({ project, environment: 'e', transport: conn });
+      const batch = (n: number) => Array.from({ length: n }, (_, i) => ({ body: `${i}`.padEnd(120 * 1024, 'b') }));
+      await env.queue.sendBatch('s', batch(40));
+      const ops = await framesSentDuring(async () => {
+        const e = await rejects(env.queue.sendBatch('s', batch(80)));
+        assert.equal(e.code, 'payload_too_large');
+        assert.match(e.message, /at most 8388608 bytes \(8 MiB\) per request: send fewer messages at once/);
+        assert.ok((e.details as { size: number }).size > 8 * 1024 * 1024);
+      });
+      assert.deepEqual(ops, [], 'nothing was sent');
+      assert.equal(pendingOf(conn), 0);
+      const q = (await conn.request('queue.get', { namespace: `${project}/e`, queue: 's' })) as { counts: { ready: number } };
+      assert.equal(q.counts.ready, 40, 'the first batch whole, nothing of the second');
+      await env.queue.send('s', 'after');
+    } finally {
+      await conn.close();
+    }
+  });
+
+  it('sync: payloadBytes may be set up to 4 MiB, and a 4 MiB message goes through over the emulator and in memory alike; more is refused the same way by both', async () => {
+    const mem = memory.createMemoryQueues();
+    const conn = new Connection({ url: emu.url, token: emu.token });
+    try {
+      const id = fresh('big');
+      const data = 'd'.repeat(4 * 1024 * 1024 - 2); // the JSON string is exactly 4 MiB
+      for (const q of [remote.queue({ id, transport: conn, limits: { payloadBytes: 4 * 1024 * 1024 } }), mem.queue({ id, limits: { payloadBytes: 4 * 1024 * 1024 } })]) {
+        await q.send({ data });
+        assert.equal(((await q.recv({ wait: false }))?.data as string).length, data.length);
+        const over = await rejects(q.send({ data: data + 'x' }));
+        assert.equal(over.code, 'payload_too_large');
+      }
+      const refused = await Promise.all([
+        rejects(() => remote.queue({ id: fresh('big'), transport: conn, limits: { payloadBytes: 4 * 1024 * 1024 + 1 } })),
+        rejects(() => mem.queue({ id: fresh('big'), limits: { payloadBytes: 4 * 1024 * 1024 + 1 } })),
+      ]);
+      for (const e of refused) {
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /payloadBytes/);
+      }
+      assert.equal(refused[0].message, refused[1].message);
+    } finally {
+      await conn.close();
+      await mem.close();
+    }
+  });
+
+  it('the engine refuses a message size limit over 4 MiB from any caller (cache settings, queue.create)', async () => {
+    const conn = new Connection({ url: emu.url, token: emu.token });
+    try {
+      const ns = fresh('big');
+      const e = await rejects(conn.request('queue.create', { namespace: ns, queue: 'q', dialect: 'cache', policy: { maxPayloadBytes: 4 * 1024 * 1024 + 1 } }));
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /maxPayloadBytes is at most 4194304 bytes/);
+      assert.equal(((await conn.request('queue.list', { namespace: ns })) as { queues: unknown[] }).queues.length, 0, 'nothing created');
+    } finally {
+      await conn.close();
+    }
   });
 });

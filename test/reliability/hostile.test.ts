@@ -222,6 +222,10 @@ describe('reliability: hostile and broken input', function () {
     const r = await c.waitFor((f) => f.id === null || f.id === 1, 20_000);
     assertCoded(r, 'an oversized frame');
     assert.equal(r.error!.code, 'payload_too_large');
+    assert.equal(r.id, 1, 'the request is answered under its own id, read from the head of the frame');
+    // An id that does not open the frame cannot be found without parsing it: the answer has id null.
+    c.sendRaw(JSON.stringify({ op: 'push', id: 2, args: { namespace: 'fz', queue: 'q', body: 'x'.repeat(LIMITS.maxFrameBytes) } }));
+    assert.equal((await c.waitFor((f) => f.id === null || f.id === 2, 20_000)).id, null);
     assert.equal((await c.request('clock.now', {})).ok, true, 'the connection still works after an oversized frame');
     c.sendRaw('x'.repeat(LIMITS.maxFrameBytes * 2 + 1));
     await new Promise<void>((resolve) => (c.closed ? resolve() : c.ws.once('close', () => resolve())));
@@ -401,7 +405,7 @@ describe('reliability: hostile and broken input', function () {
     const round = async () => {
       for (let i = 0; i < 10; i++) {
         c.sendRaw(big);
-        await c.waitFor((f) => f.id === null && f.error?.code === 'payload_too_large', 20_000);
+        await c.waitFor((f) => f.id === 0 && f.error?.code === 'payload_too_large', 20_000);
       }
       for (let i = 0; i < 2000; i++) c.sendRaw(i % 2 ? '{"id":' : `{"id":${i},"op":"nope"}`);
       for (const until = Date.now() + 20_000; c.frames.length < 2000; ) {
@@ -416,7 +420,7 @@ describe('reliability: hostile and broken input', function () {
     for (let k = 0; k < 5; k++) await round();
     gc();
     const grown = process.memoryUsage().heapUsed - base;
-    console.log(`      heap after 5 rounds (50 × 4 MiB frames, 10,000 broken frames): ${(grown / 1048576).toFixed(1)} MiB over the baseline`);
+    console.log(`      heap after 5 rounds (50 × 8 MiB frames, 10,000 broken frames): ${(grown / 1048576).toFixed(1)} MiB over the baseline`);
     assert.ok(grown < 32 * 1048576, `heap grew by ${(grown / 1048576).toFixed(1)} MiB`);
     await c.close();
     await othersFine();
