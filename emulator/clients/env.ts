@@ -206,7 +206,7 @@ export interface RunningConsumer {
   stop(): Promise<void>;
 }
 
-type Settle = { kind: 'ack' } | { kind: 'retry'; delayMs?: number };
+type Settle = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; error?: string };
 
 /**
  * Runs a consumer app locally: makes `appId` the queue's consumer (as the console would), attaches
@@ -250,7 +250,7 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
       if (settled.has(id)) return; // the first explicit call stands
       settled.set(id, s);
       const d = byId.get(id)!;
-      const p = s.kind === 'ack' ? transport.request('ack', { receipt: d.receipt }) : transport.request('nack', { receipt: d.receipt, delayMs: s.delayMs });
+      const p = s.kind === 'ack' ? transport.request('ack', { receipt: d.receipt }) : transport.request('nack', { receipt: d.receipt, delayMs: s.delayMs, error: s.error });
       sends.push(p.catch((e) => (isCode(e, 'unavailable') ? undefined : onError(e, batch))));
     };
     const retryDelay = (o: unknown) => {
@@ -285,14 +285,17 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
       passThroughOnException: () => {},
     };
     let threw = false;
+    let error: string | undefined;
     try {
       await app.queue(batch, env, ctx);
     } catch (e) {
       threw = true;
+      // Kept as the messages' last error, so the failed area shows why they failed.
+      error = errorText(e)?.slice(0, 8192);
       onError(e, batch);
     }
     // Unsettled messages: acked when the handler resolved, retried (no delay) when it threw.
-    for (const m of messages) settle(m.id, threw ? { kind: 'retry' } : { kind: 'ack' });
+    for (const m of messages) settle(m.id, threw ? { kind: 'retry', error } : { kind: 'ack' });
     await Promise.all(sends);
     await transport.request('consumer.done', { consumer: ev.consumer, batch: ev.batch }).catch(() => {});
   }

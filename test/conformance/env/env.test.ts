@@ -378,6 +378,8 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual(list.map((x: any) => x.slug), ['failing']);
       const failed = (await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages;
       assert.deepEqual(failed.map((m: any) => [m.body, m.state, m.attempts, m.reason]), [['bad', 'failed', 3, 'retry']]);
+      // What the handler threw is kept, so the failed area says why.
+      assert.equal(failed[0].lastError, 'always');
     });
 
     it('the failed area keeps a message for the queue\'s retention (max 14 days)', async () => {
