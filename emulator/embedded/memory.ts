@@ -23,8 +23,10 @@ export class LocalTransport implements Transport {
   private nextId = 1;
   private ready: Promise<void>;
   private closed = false;
+  /** Requests not answered yet: close() fails them, as a closed connection does. */
+  private readonly pending = new Set<(e: Error) => void>();
 
-  constructor(private readonly engine: Engine, token: string) {
+  constructor(private readonly engine: Engine, token: string, private readonly onClose?: () => void) {
     this.session = new Session((e) => {
       for (const l of this.eventListeners) l(JSON.parse(JSON.stringify(e)) as ServerEvent);
     }, 'quayside-sync-memory');
@@ -43,17 +45,22 @@ export class LocalTransport implements Transport {
     // and a request larger than a frame is refused as it would be over the network.
     const frame = JSON.parse(encodeRequest(id, op, args)) as { id: number; op: string; args?: unknown };
     const answer = dispatch(this.engine, this.session, frame);
-    if (!signal) return unwrap<K>(await answer);
     return new Promise<OpResult<K>>((resolve, reject) => {
+      const fail = (e: Error) => {
+        this.pending.delete(fail);
+        if (signal) signal.removeEventListener('abort', onAbort);
+        reject(e);
+      };
       const onAbort = () => {
         // Give up a held pull: the engine answers it with nothing, so nothing is leased for us.
         void dispatch(this.engine, this.session, { id: this.nextId++, op: 'cancel', args: { request: id } });
-        reject(abortError(signal));
+        fail(abortError(signal!));
       };
-      signal.addEventListener('abort', onAbort, { once: true });
-      answer.then((r) => {
-        signal.removeEventListener('abort', onAbort);
-        if (signal.aborted) return;
+      this.pending.add(fail);
+      if (signal) signal.addEventListener('abort', onAbort, { once: true });
+      void answer.then((r) => {
+        if (!this.pending.delete(fail)) return; // already aborted, or the transport was closed
+        if (signal) signal.removeEventListener('abort', onAbort);
         try {
           resolve(unwrap<K>(r));
         } catch (e) {
@@ -76,8 +83,10 @@ export class LocalTransport implements Transport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const fail of [...this.pending]) fail(new QuaysideError('unavailable', 'the in-memory queue was closed'));
     endSession(this.engine, this.session);
     this.eventListeners.clear();
+    this.onClose?.();
   }
 }
 
@@ -114,15 +123,27 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
   const store = new Store({ dataDir: null });
   const engine = new Engine({ store, clock });
   const token = engine.ensureAdminToken(undefined);
-  const transport = new LocalTransport(engine, token);
+  // One session per handle, as each quayside/sync handle has its own connection: a handle's
+  // close() fails its own pending calls and leaves the others working.
+  const transports = new Set<LocalTransport>();
   let closed = false;
   const mq: MemoryQueues = {
     engine,
-    queue: (o) => syncQueueOver(transport, o, false),
+    queue: (o) => {
+      if (closed) throw new QuaysideError('unavailable', 'these in-memory queues were closed');
+      const t: LocalTransport = new LocalTransport(engine, token, () => transports.delete(t));
+      transports.add(t);
+      try {
+        return syncQueueOver(t, o, true);
+      } catch (e) {
+        void t.close();
+        throw e;
+      }
+    },
     async close() {
       if (closed) return;
       closed = true;
-      await transport.close();
+      for (const t of [...transports]) await t.close();
       await engine.close();
       store.close();
     },

@@ -59,6 +59,21 @@ for (const variant of variants) {
       q = h.queue({ id: fresh('jobs'), tenantId: fresh('tenant') });
     });
 
+    it('close() ends a handle: its waiting recv and later calls fail unavailable, and another handle on the queue keeps working', async () => {
+      const id = fresh('closing');
+      const closing = h.queue({ id });
+      const other = h.queue({ id });
+      await closing.stats(); // set up, so the recv below is waiting on the queue
+      const waiting = closing.recv({ timeoutMs: 60_000 }).then(() => 'resolved', (e: { code: string }) => e.code);
+      await closing.close();
+      assert.equal(await waiting, 'unavailable');
+      assert.equal((await rejects(closing.send({ data: 1 }))).code, 'unavailable');
+      await other.send({ data: 'still here' });
+      const m = await other.recv({ wait: false });
+      assert.equal(m?.data, 'still here');
+      assert.equal(await m!.ack(), true);
+    });
+
     it('at-least-once work queue: messages are delivered to exactly one consumer per delivery attempt', async () => {
       for (let i = 0; i < 20; i++) await q.send({ data: i });
       const readers = [q, q.reader(), q.reader()];
