@@ -236,7 +236,9 @@ async function sendMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknow
 
 async function peekMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   const q = await queueById(c, m[1]);
-  const failed = ['1', 'true'].includes(c.query.get('failed') ?? '');
+  const failedText = c.query.get('failed');
+  if (failedText !== null && !['1', '0', 'true', 'false', ''].includes(failedText)) throw invalid(`failed must be 1, 0, true or false, got ${JSON.stringify(failedText)}`);
+  const failed = failedText === '1' || failedText === 'true';
   const limitText = c.query.get('limit');
   // Up to 1,000 at once (the most a page holds), so a test's peek sees a whole small queue.
   const limit = limitText === null ? 1000 : Number(limitText);

@@ -420,6 +420,13 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual(failed.map((m: any) => m.body), [{ a: 1 }]);
       const live = (await api('GET', `/v1/queues/${q.id}/messages`)).body.messages;
       assert.deepEqual(live.map((m: any) => m.body), [{ b: 2 }]);
+      assert.deepEqual((await api('GET', `/v1/queues/${q.id}/messages?failed=false`)).body.messages.map((m: any) => m.body), [{ b: 2 }]);
+      assert.deepEqual((await api('GET', `/v1/queues/${q.id}/messages?failed=true`)).body.messages.map((m: any) => m.body), [{ a: 1 }]);
+      // A value that is not a yes or a no is refused, not read as "no".
+      const bad = await api('GET', `/v1/queues/${q.id}/messages?failed=banana`);
+      assert.equal(bad.status, 400);
+      assert.equal(bad.body.error.code, 'invalid_argument');
+      assert.match(bad.body.error.message, /failed must be 1, 0, true or false/);
       // Peeking leases nothing.
       assert.equal((await api('POST', `/v1/queues/${q.id}/receive`, {})).body.messages.length, 1);
     });
