@@ -1068,7 +1068,9 @@ export class Engine {
         await new Promise((r) => setTimeout(r, 1));
         await this.settle();
       }
-      const target = clock.now() + Math.floor(ms);
+      // Time is whole milliseconds. Rounded, not floored: 0.57 * 100 is 56.99999999999999, and a
+      // test that computed its step must not land a millisecond short of a lease end.
+      const target = clock.now() + Math.round(ms);
       for (let guard = 0; guard < 100000; guard++) {
         const next = this.nextDueAt();
         if (next === null || next > target) break;

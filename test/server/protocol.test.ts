@@ -196,6 +196,17 @@ describe('server: the WebSocket protocol', () => {
     assert.equal((await rejects(c.request('clock.advance', { ms: -1 }))).code, 'invalid_argument');
   });
 
+  it('clock.advance by a computed, not quite whole number lands on the nearest millisecond (a lease end is reached, not missed by one)', async () => {
+    await c.request('queue.create', { namespace: 'ns', queue: 'round', dialect: 'cache', policy: { leaseMs: 57 } });
+    await c.request('push', { namespace: 'ns', queue: 'round', body: 1 });
+    const [m] = (await c.request('pull', { namespace: 'ns', queue: 'round' })).messages;
+    const t0 = emu.clock.now();
+    assert.equal(0.57 * 100, 56.99999999999999, 'the float this test is about');
+    assert.equal(await emu.clock.advance(0.57 * 100), t0 + 57);
+    assert.equal((await c.request('ack', { receipt: m.receipt })).ok, false, 'the lease ended at 57 ms');
+    assert.equal(await emu.clock.advance(1.5), t0 + 59);
+  });
+
   it('serves /healthz and Prometheus /metrics on the same port', async () => {
     await c.request('push', { ...ref, body: 1, create: 'cache' });
     const health = await fetch(`${emu.httpUrl}/healthz`).then((r) => r.json());
