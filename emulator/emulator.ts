@@ -1,7 +1,7 @@
-import { Engine } from './engine/engine';
+import { CLOCK_META, Engine } from './engine/engine';
 import { QuaysideError } from './errors';
 import { SystemClock, VirtualClock, type Clock, type VirtualClockControl, type VirtualClockOption } from './engine/clock';
-import { Store } from './store/store';
+import { DB_FILE, Store, StoreOpenError } from './store/store';
 import { QuaysideServer } from './server/server';
 import { envHttpRoutes } from './http/env-api';
 import { DEFAULT_PORT } from './protocol';
@@ -53,22 +53,30 @@ export type VirtualEmulator = Emulator & { clock: VirtualClockControl };
 export function startEmulator(opts: EmulatorOptions & { clock: VirtualClockOption }): Promise<VirtualEmulator>;
 export function startEmulator(opts?: EmulatorOptions): Promise<Emulator>;
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
+  checkOptions(opts);
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError(`port must be an integer from 0 to 65535, got ${String(opts.port)}`);
-  const virtual = opts.clock === 'virtual' || (typeof opts.clock === 'object' && opts.clock !== null);
-  const clock: Clock = virtual ? new VirtualClock(typeof opts.clock === 'object' ? opts.clock.start : Date.now()) : new SystemClock();
+  const virtual = opts.clock === 'virtual' || typeof opts.clock === 'object';
   const store = new Store({ dataDir: opts.memory || !opts.dataDir ? null : opts.dataDir, durability: opts.durability });
-  const quota = opts.freeTier === true ? 1000 : typeof opts.freeTier === 'number' ? opts.freeTier : null;
-  const engine = new Engine({ store, clock, dailyQuota: quota });
-  const token = engine.ensureAdminToken(opts.token);
-  const server = new QuaysideServer({ engine, host, port, routes: envHttpRoutes(), log: opts.log });
+  let engine: Engine | null = null;
+  let clock: Clock;
+  let token: string;
+  let server: QuaysideServer;
   try {
+    clock = virtual ? new VirtualClock(virtualStart(opts.clock, store.getMeta(CLOCK_META))) : new SystemClock();
+    const quota = opts.freeTier === true ? 1000 : typeof opts.freeTier === 'number' ? opts.freeTier : null;
+    engine = new Engine({ store, clock, dailyQuota: quota });
+    token = engine.ensureAdminToken(opts.token);
+    server = new QuaysideServer({ engine, host, port, routes: envHttpRoutes(), log: opts.log });
     await server.listen();
   } catch (e) {
-    await engine.close();
-    store.close();
-    throw e;
+    // A failed start leaves nothing open: the store's lock is released with it.
+    try {
+      await engine?.close();
+    } finally {
+      store.close();
+    }
+    throw unwritable(e, opts.dataDir);
   }
   const { port: bound } = server.address;
   const shownHost = host.includes(':') ? `[${host}]` : host;
@@ -96,6 +104,45 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   };
   if (virtual) emu.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
   return emu;
+}
+
+/**
+ * Where a virtual clock starts: on a data directory that has run before, where its time had got
+ * to (an explicit `start` that is earlier would move stored times backwards, so the later wins);
+ * otherwise at `start`, or now.
+ */
+function virtualStart(opt: EmulatorOptions['clock'], saved: string | null): number {
+  const before = saved === null ? NaN : Number(saved);
+  const asked = typeof opt === 'object' ? opt.start : null;
+  if (!Number.isFinite(before)) return asked ?? Date.now();
+  return asked === null ? before : Math.max(asked, before);
+}
+
+/** SQLite's own "cannot write" errors, met after the store opened (a read-only file), as a StoreOpenError. */
+function unwritable(e: unknown, dataDir: string | undefined): unknown {
+  const code = String((e as { code?: unknown })?.code ?? '');
+  if (!dataDir || !/^SQLITE_(READONLY|CANTOPEN|FULL|IOERR)/.test(code)) return e;
+  return new StoreOpenError('unwritable', `the data directory ${dataDir} cannot be written (${(e as Error).message}, ${code}); check the permissions of ${DB_FILE} and the directory, and the free space`);
+}
+
+/** Every option is checked before anything starts: a typo must not quietly become a default. */
+function checkOptions(opts: EmulatorOptions): void {
+  const bad = (m: string) => new QuaysideError('invalid_argument', `startEmulator: ${m}`);
+  if (opts === null || typeof opts !== 'object') throw bad('options must be an object');
+  const known = ['port', 'host', 'dataDir', 'memory', 'clock', 'token', 'freeTier', 'durability', 'log'];
+  for (const k of Object.keys(opts)) if (!known.includes(k)) throw bad(`unknown option "${k}"; expected one of ${known.join(', ')}`);
+  const o = opts as Record<string, unknown>;
+  if (o.port !== undefined && (!Number.isInteger(o.port) || (o.port as number) < 0 || (o.port as number) > 65535)) throw bad(`port must be an integer from 0 to 65535, got ${String(o.port)}`);
+  if (o.host !== undefined && (typeof o.host !== 'string' || o.host === '')) throw bad('host must be a non-empty string');
+  if (o.dataDir !== undefined && (typeof o.dataDir !== 'string' || o.dataDir === '')) throw bad('dataDir must be a non-empty string (a directory path)');
+  if (o.memory !== undefined && typeof o.memory !== 'boolean') throw bad('memory must be true or false');
+  const c = o.clock;
+  const startOk = typeof c === 'object' && c !== null && typeof (c as { start?: unknown }).start === 'number' && Number.isFinite((c as { start: number }).start);
+  if (c !== undefined && c !== 'system' && c !== 'virtual' && !startOk) throw bad(`clock must be "system", "virtual" or { start: <epoch ms> }, got ${JSON.stringify(c) ?? String(c)}`);
+  if (o.token !== undefined && (typeof o.token !== 'string' || o.token === '' || o.token.length > 200)) throw bad('token must be a non-empty string of at most 200 characters');
+  if (o.freeTier !== undefined && typeof o.freeTier !== 'boolean' && !(Number.isSafeInteger(o.freeTier) && (o.freeTier as number) >= 1)) throw bad(`freeTier must be true, false or a positive whole number of messages a day, got ${String(o.freeTier)}`);
+  if (o.durability !== undefined && o.durability !== 'normal' && o.durability !== 'full') throw bad(`durability must be "normal" or "full", got ${JSON.stringify(o.durability) ?? String(o.durability)}`);
+  if (o.log !== undefined && typeof o.log !== 'function') throw bad('log must be a function');
 }
 
 export { DEFAULT_PORT };

@@ -24,6 +24,13 @@ export interface EngineOptions {
   dailyQuota?: number | null;
 }
 
+/**
+ * `meta` key: the engine's time at its last advance and at close. A virtual clock started on the
+ * same data directory goes on from there (startEmulator), so stored times never run backwards:
+ * a message made ready by an advance stays ready after a restart.
+ */
+export const CLOCK_META = 'clock_now';
+
 /** Who asks: used for namespace scoping and the audit log. */
 export interface Actor {
   /** The token's name, a label its creator chose. */
@@ -1080,7 +1087,11 @@ export class Engine {
         if (next <= clock.now() && this.nextDueAt() === next) break; // nothing more can happen at this instant
       }
       clock.set(target);
-      await this.gc.run(() => this.applyDue());
+      await this.gc.run(() => {
+        this.applyDue();
+        // Kept with the data, so a restart on this directory goes on from here (see CLOCK_META).
+        this.store.setMeta(CLOCK_META, String(clock.now()));
+      });
       await this.settle();
       for (const l of this.clockListeners) l(clock.now());
       // Two loop turns: the clock event's write, then the poll phase in which a subscriber in this
@@ -1300,8 +1311,9 @@ export class Engine {
     this.gc.closed = true;
     try {
       this.writeAllLag();
+      this.store.setMeta(CLOCK_META, String(this.clock.now()));
     } catch {
-      // Disk full at close: the chart misses its last second, nothing else.
+      // Disk full at close: the chart misses its last second, and a virtual clock restarts from its last advance.
     }
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;

@@ -133,7 +133,8 @@ export class Store implements QueueStore {
    * is gone (a kill -9) is taken over.
    */
   private static lockDataDir(dataDir: string): string {
-    const file = path.resolve(dataDir, LOCK_FILE);
+    // The real path: one directory reached by two spellings (a symlink) is still one directory.
+    const file = path.join(fs.realpathSync(dataDir), LOCK_FILE);
     for (let attempt = 0; ; attempt++) {
       let fd: number;
       try {
@@ -179,7 +180,23 @@ export class Store implements QueueStore {
       throw new StoreOpenError('not_quayside', `${file} is not a Quayside database (not a file); move it away or choose another data directory`);
     }
     const existed = fs.existsSync(file) && fs.statSync(file).size > 0;
+    // SQLite creates these as it opens; a refused start removes the ones it made, leaving the directory as it was.
+    const sidecars = [`${file}-wal`, `${file}-shm`].filter((f) => !fs.existsSync(f));
+    try {
+      return Store.openChecked(file, existed);
+    } catch (e) {
+      for (const f of sidecars) fs.rmSync(f, { force: true });
+      throw e;
+    }
+  }
+
+  private static openChecked(file: string, existed: boolean): Database.Database {
     if (existed) {
+      try {
+        fs.accessSync(file, fs.constants.R_OK | fs.constants.W_OK);
+      } catch (e) {
+        throw new StoreOpenError('unwritable', `${file} cannot be read and written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); check its permissions (chmod u+rw) or choose another data directory`);
+      }
       // Read the header ourselves before SQLite touches the file, so a foreign file is left as it was.
       const fd = fs.openSync(file, 'r');
       const header = Buffer.alloc(100);

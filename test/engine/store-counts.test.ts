@@ -173,6 +173,20 @@ describe('store: queue counts', () => {
     assert.equal(second.queueByName('ns', 'a')?.pub_id, 'q_1');
   });
 
+  it('one data directory reached by two paths (a symlink) is still one: the second store is refused', () => {
+    const d = dir();
+    const link = path.join(dir(), 'link');
+    fs.symlinkSync(d, link, 'dir');
+    const first = open(d);
+    assert.throws(() => new Store({ dataDir: link }), (e: StoreOpenError) => e.problem === 'in_use' && /another store in this process/.test(e.message));
+    assert.throws(() => new Store({ dataDir: path.join(d, '.', '..', path.basename(d)) }), (e: StoreOpenError) => e.problem === 'in_use');
+    // The refused store did not take the lock away from the first.
+    assert.equal(fs.readFileSync(path.join(d, LOCK_FILE), 'utf8').trim(), String(process.pid));
+    first.close();
+    const second = open(link);
+    second.close();
+  });
+
   it('a lock left by a process that is gone (kill -9) is taken over; one held by a live process is not', () => {
     const d = dir();
     // A pid that has just exited.

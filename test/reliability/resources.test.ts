@@ -100,6 +100,13 @@ describe('reliability: resources and faults', function () {
         fs.closeSync(fd);
         void dir;
       }, /damaged|cannot open|malformed/],
+      ['a truncated Quayside file', (f) => {
+        const db = new Database(f);
+        db.pragma('application_id = 1364804657');
+        db.exec('CREATE TABLE t (x); ' + Array.from({ length: 40 }, () => 'INSERT INTO t VALUES (randomblob(4000));').join(''));
+        db.close();
+        fs.truncateSync(f, 50_000);
+      }, /damaged|malformed/],
     ];
     for (const [what, make, message] of cases) {
       const dir = tempDir();
@@ -135,6 +142,23 @@ describe('reliability: resources and faults', function () {
     assert.equal(fs.readFileSync(path.join(dir, 'quayside.lock'), 'utf8').trim(), String(first.pid));
     const next = await startOk({ dataDir: dir });
     await kill9(next);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a quayside.db the user may not write (another owner, mode 444): a clear error, and nothing is left behind (no lock, no -wal or -shm)', async function () {
+    if (process.getuid?.() !== 0) return this.skip(); // it runs the emulator as the user "nobody"
+    const dir = tempDir();
+    const emu = await startEmulator({ dataDir: dir });
+    await emu.engine.push({ namespace: 'ro', queue: 'q', body: 1, create: 'cache' });
+    await emu.close();
+    fs.chmodSync(path.join(dir, 'quayside.db'), 0o444);
+    fs.chmodSync(dir, 0o777);
+    const before = dirDigest(dir);
+    const r = await startChild({ dataDir: dir, uid: 65534, gid: 65534 });
+    assert.ok(isFailure(r), 'it started on a database it cannot write');
+    assert.equal(r.code, 'data_dir');
+    assert.match(r.message, /quayside\.db cannot be read and written \(EACCES\); check its permissions/);
+    assert.equal(dirDigest(dir), before, `left behind: ${fs.readdirSync(dir).join(', ')}`);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

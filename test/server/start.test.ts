@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { startEmulator, type EmulatorOptions } from '../../emulator/emulator';
+import { createCache } from '../../emulator/clients/cache';
+import { tempDir } from '../helpers';
+
+// startEmulator's options, and a virtual clock on a data directory across restarts.
+
+const HOUR = 3600_000;
+
+describe('startEmulator: options', () => {
+  it('refuses a wrong option with invalid_argument before anything starts (a typo never becomes a default)', async () => {
+    const dir = tempDir();
+    try {
+      const cases: [unknown, RegExp][] = [
+        [{ durability: 'FULL', dataDir: dir }, /durability must be "normal" or "full", got "FULL"/],
+        [{ clock: 'Virtual' }, /clock must be "system", "virtual" or \{ start: <epoch ms> \}, got "Virtual"/],
+        [{ clock: { start: 'monday' } }, /clock must be/],
+        [{ port: 70000 }, /port must be an integer from 0 to 65535/],
+        [{ port: 1.5 }, /port must be an integer/],
+        [{ dataDIr: dir }, /unknown option "dataDIr"/],
+        [{ freeTier: 0 }, /freeTier must be true, false or a positive whole number/],
+        [{ memory: 'yes' }, /memory must be true or false/],
+        [{ token: '' }, /token must be a non-empty string/],
+        [{ dataDir: '' }, /dataDir must be a non-empty string/],
+        [null, /options must be an object/],
+      ];
+      for (const [opts, message] of cases) {
+        await assert.rejects(startEmulator(opts as EmulatorOptions), (e: Error & { code?: string }) => {
+          assert.equal(e.code, 'invalid_argument', `${JSON.stringify(opts)}: ${e.message}`);
+          assert.match(e.message, message);
+          return true;
+        });
+      }
+      assert.deepEqual(fs.readdirSync(dir), [], 'nothing was created in the data directory');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a start that fails after the store opened (the port is taken) leaves the data directory free for the next one', async () => {
+    const dir = tempDir();
+    const holder = await startEmulator({ memory: true });
+    try {
+      await assert.rejects(startEmulator({ dataDir: dir, port: holder.port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
+      assert.equal(fs.existsSync(path.join(dir, 'quayside.lock')), false, 'the lock was left behind');
+      const next = await startEmulator({ dataDir: dir });
+      await next.close();
+    } finally {
+      await holder.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('startEmulator: a virtual clock on a data directory', () => {
+  it('goes on after a restart from where it was, so a message an advance made ready stays ready and keeps its place', async () => {
+    const dir = tempDir();
+    try {
+      const first = await startEmulator({ dataDir: dir, clock: 'virtual' });
+      const q1 = createCache({ url: first.url, token: first.token, namespace: 'n' }).queue('jobs');
+      const { id: early } = await q1.push({ a: 1 }, { delaySeconds: 3600 });
+      const t = await first.clock.advance(2 * HOUR);
+      assert.equal((await q1.stats()).depth, 1);
+      await first.close();
+
+      const second = await startEmulator({ dataDir: dir, clock: 'virtual' });
+      try {
+        assert.equal(second.clock.now(), t, 'the clock went on from where it was');
+        const q2 = createCache({ url: second.url, token: second.token, namespace: 'n' }).queue('jobs');
+        const { id: late } = await q2.push({ b: 2 });
+        const pulled = await q2.pull({ max: 10 });
+        assert.deepEqual(pulled.map((m) => m.id), [early, late], 'the message that became ready first comes first');
+      } finally {
+        await second.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is saved at every advance (so it survives a kill -9), and an explicit earlier start does not move it back', async () => {
+    const dir = tempDir();
+    try {
+      const start = Date.UTC(2026, 0, 5, 10, 0, 0);
+      const first = await startEmulator({ dataDir: dir, clock: { start } });
+      const t = await first.clock.advance(5 * HOUR);
+      // Read while the emulator still runs: what a kill -9 now would leave.
+      const db = new Database(path.join(dir, 'quayside.db'), { readonly: true });
+      const saved = (db.prepare("SELECT value FROM meta WHERE key = 'clock_now'").get() as { value: string }).value;
+      db.close();
+      assert.equal(Number(saved), t);
+      await first.close();
+
+      const again = await startEmulator({ dataDir: dir, clock: { start } });
+      assert.equal(again.clock.now(), t, 'the earlier start gave way to the stored time');
+      await again.close();
+      const later = await startEmulator({ dataDir: dir, clock: { start: t + HOUR } });
+      assert.equal(later.clock.now(), t + HOUR, 'a later start is taken as asked');
+      await later.close();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
