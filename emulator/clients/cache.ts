@@ -21,7 +21,7 @@ export interface CacheOptions {
 }
 
 export interface PushOptions {
-  /** Make the message visible this many seconds from now (at most 12 hours). */
+  /** Make the message visible this many seconds from now (at most 7 days, the queue's `maxDelayMs`). */
   delaySeconds?: number;
   /** A repeat key within an hour enqueues nothing and answers the first message's id. */
   dedupeKey?: string;
@@ -238,12 +238,14 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
       return orEmpty(pullRaw<T>(o), []);
     },
 
+    // Settles name this queue, so a receipt of another queue (or namespace) is stale here, as it
+    // would be against the hosted service; a queue that does not exist holds no lease either.
     async ack(receipt) {
-      return (await t().request('ack', { receipt: receiptArg(receipt) })).ok;
+      return orEmpty(t().request('ack', { ...ref, receipt: receiptArg(receipt) }).then((r) => r.ok), false);
     },
 
     async nack(receipt) {
-      return (await t().request('nack', { receipt: receiptArg(receipt) })).ok;
+      return orEmpty(t().request('nack', { ...ref, receipt: receiptArg(receipt) }).then((r) => r.ok), false);
     },
 
     async consume<T>(handler: (msg: CacheMessage<T>) => unknown, o: ConsumeOptions = {}) {
@@ -290,7 +292,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
             }
           }
           await settle(async () =>
-            failure ? (await t().request('nack', { receipt: msg.receipt, error: errorText(failure.error)?.slice(0, 8192) })).ok : q.ack(msg.receipt),
+            failure ? orEmpty(t().request('nack', { ...ref, receipt: msg.receipt, error: errorText(failure.error)?.slice(0, 8192) }).then((r) => r.ok), false) : q.ack(msg.receipt),
           );
         }
       }

@@ -125,6 +125,11 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
   const ref = { namespace: tenantId, queue: id };
 
   let ensured: Promise<QueuePolicy> | null = null;
+  /**
+   * The policy once `ensured` has resolved. Calls then go out without waiting on it, in the order
+   * they were made: `[m.nack(), m.ack()]` must reach the emulator as nack, then ack.
+   */
+  let known: QueuePolicy | null = null;
   /** Why queue.create was refused (a read-only token), when ensure() fell back to queue.get. */
   let createRefused: QuaysideError | null = null;
   /**
@@ -134,37 +139,48 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
    * For a write (`write`), a missing queue reports the refusal (`forbidden`), not `not_found`.
    */
   function ensure(write = false): Promise<QueuePolicy> {
-    ensured ??= (async () => {
-      let info: QueueInfo;
-      try {
-        info = await transport.request('queue.create', { ...ref, dialect: 'sync', policy: overrides, ifNotExists: true });
-      } catch (e) {
-        if (!isCode(e, 'forbidden')) throw e;
-        createRefused = e as QuaysideError;
-        return (await transport.request('queue.get', ref)).policy;
-      }
-      createRefused = null;
-      const differs = Object.entries(overrides).some(([k, v]) => (info.policy as unknown as Record<string, unknown>)[k] !== v);
-      if (differs) info = await transport.request('queue.configure', { ...ref, policy: overrides });
-      return info.policy;
-    })();
-    ensured.catch(() => {
-      ensured = null;
-    });
+    if (!ensured) {
+      const mine = create();
+      ensured = mine;
+      mine.then(
+        (p) => {
+          if (ensured === mine) known = p;
+        },
+        () => {
+          if (ensured === mine) ensured = null;
+        },
+      );
+    }
     if (!write) return ensured;
     return ensured.catch((e) => {
       throw isCode(e, 'not_found') && createRefused ? createRefused : e;
     });
   }
 
+  async function create(): Promise<QueuePolicy> {
+    let info: QueueInfo;
+    try {
+      info = await transport.request('queue.create', { ...ref, dialect: 'sync', policy: overrides, ifNotExists: true });
+    } catch (e) {
+      if (!isCode(e, 'forbidden')) throw e;
+      createRefused = e as QuaysideError;
+      return (await transport.request('queue.get', ref)).policy;
+    }
+    createRefused = null;
+    const differs = Object.entries(overrides).some(([k, v]) => (info.policy as unknown as Record<string, unknown>)[k] !== v);
+    if (differs) info = await transport.request('queue.configure', { ...ref, policy: overrides });
+    return info.policy;
+  }
+
   /** Runs an operation on the queue; a queue that vanished (a restarted in-memory emulator) is made again. */
   async function onQueue<T>(fn: () => Promise<T>, write = false): Promise<T> {
-    await ensure(write);
+    if (!known) await ensure(write);
     try {
       return await fn();
     } catch (e) {
       if (!isCode(e, 'not_found')) throw e;
       ensured = null;
+      known = null;
       await ensure(write);
       return fn();
     }
@@ -185,7 +201,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
         optObject(o, 'nack options');
         onlyKeys(o as Record<string, unknown>, ['delayMs', 'reason', 'error'], 'nack');
         const delayMs = optMs(o.delayMs, 'delayMs');
-        const policy = await ensure(true);
+        const policy = known ?? (await ensure(true));
         if (delayMs !== undefined && delayMs > policy.maxNackDelayMs) {
           throw invalidArg(`nack delayMs ${delayMs} is over the queue's maxNackDelayMs (${policy.maxNackDelayMs}); nothing was settled`, { field: 'delayMs', limit: policy.maxNackDelayMs });
         }
@@ -218,7 +234,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       const who = optString(o.consumerId, 'consumerId') ?? consumerId;
       const signal = o.signal;
       if (signal?.aborted) return null;
-      const policy = await ensure(true);
+      const policy = known ?? (await ensure(true));
       const leaseMs = leaseArg ?? policy.leaseMs;
       // A wait longer than the server holds one request is several held pulls in a row.
       let left = wait ? timeoutMs : 0;

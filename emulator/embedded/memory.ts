@@ -40,6 +40,9 @@ export class LocalTransport implements Transport {
     if (signal?.aborted) throw abortError(signal);
     if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
     await this.ready;
+    // Closed while waiting for hello: nothing may reach the engine on an ended session.
+    if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
+    if (signal?.aborted) throw abortError(signal);
     const id = this.nextId++;
     // The args as the server would see them off the socket: a BigInt or a cycle is invalid_argument,
     // and a request larger than a frame is refused as it would be over the network.

@@ -194,6 +194,25 @@ describe('conformance: cache (seeds/000)', function () {
       assert.equal(again[0].attempts, 2);
     });
 
+    it('a receipt settles only through its own queue: another queue\'s handle (or another namespace\'s, or a queue never made) gets false and changes nothing', async () => {
+      const jobs = cache.queue('own');
+      const other = cache.queue('own-other');
+      const foreign = createCache({ url: emu.url, token: emu.token, namespace: fresh('cache') });
+      open.push(foreign);
+      await jobs.push('j1');
+      await jobs.push('j2');
+      await other.push('o');
+      await foreign.queue('own').push('f');
+      const [m1, m2] = await jobs.pull({ max: 2 });
+      assert.equal(await other.ack(m1.receipt), false);
+      assert.equal(await foreign.queue('own').nack(m2.receipt), false);
+      assert.equal(await cache.queue('never-made').ack(m1.receipt), false);
+      const s = await jobs.stats();
+      assert.deepEqual([s.ready, s.inFlight], [0, 2], 'both still leased');
+      assert.equal(await jobs.ack(m1.receipt), true);
+      assert.equal(await jobs.nack(m2.receipt), true);
+    });
+
     it('you ack(receipt) to finish one', async () => {
       const q = cache.queue('ack');
       await q.push('done');

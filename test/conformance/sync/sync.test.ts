@@ -74,6 +74,17 @@ for (const variant of variants) {
       assert.equal(await m!.ack(), true);
     });
 
+    it('calls made together reach the queue in the order they were made', async () => {
+      await q.send({ data: 'a' });
+      const m = await q.recv({ wait: false });
+      assert.deepEqual(await Promise.all([m!.nack(), m!.ack()]), [true, false], 'the nack came first, so the ack\'s receipt was stale');
+      const again = await q.recv({ wait: false });
+      assert.deepEqual(await Promise.all([again!.ack(), again!.touch()]), [true, false]);
+      const [got] = await Promise.all([q.recv({ wait: false }), q.send({ data: 'b' })]);
+      assert.equal(got, null, 'the recv was made before the send');
+      assert.equal((await q.recv({ wait: false }))?.data, 'b');
+    });
+
     it('at-least-once work queue: messages are delivered to exactly one consumer per delivery attempt', async () => {
       for (let i = 0; i < 20; i++) await q.send({ data: i });
       const readers = [q, q.reader(), q.reader()];
