@@ -26,7 +26,7 @@ export class LocalTransport implements Transport {
   /** Requests not answered yet: close() fails them, as a closed connection does. */
   private readonly pending = new Set<(e: Error) => void>();
 
-  constructor(private readonly engine: Engine, token: string, private readonly onClose?: () => void) {
+  constructor(private readonly engine: Engine, token: string) {
     this.session = new Session((e) => {
       for (const l of this.eventListeners) l(JSON.parse(JSON.stringify(e)) as ServerEvent);
     }, 'quayside-sync-memory');
@@ -89,7 +89,52 @@ export class LocalTransport implements Transport {
     for (const fail of [...this.pending]) fail(new QuaysideError('unavailable', 'the in-memory queue was closed'));
     endSession(this.engine, this.session);
     this.eventListeners.clear();
-    this.onClose?.();
+  }
+}
+
+const handleClosed = () => new QuaysideError('unavailable', 'the in-memory queue was closed');
+
+/**
+ * One handle's calls on a shared LocalTransport. close() cancels the handle's calls still waiting
+ * (a held recv is cancelled in the engine, so it leases nothing) and fails them, and later ones,
+ * with `unavailable`; the other handles go on.
+ */
+class HandleTransport implements Transport {
+  private closed = false;
+  private readonly calls = new Set<AbortController>();
+
+  constructor(private readonly shared: LocalTransport) {}
+
+  async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
+    if (this.closed) throw handleClosed();
+    const outer = opts.signal;
+    if (outer?.aborted) throw abortError(outer);
+    const ac = new AbortController();
+    const onOuter = () => ac.abort(outer!.reason);
+    outer?.addEventListener('abort', onOuter, { once: true });
+    this.calls.add(ac);
+    try {
+      return await this.shared.request(op, args, { signal: ac.signal });
+    } catch (e) {
+      if (this.closed && !outer?.aborted) throw handleClosed();
+      throw e;
+    } finally {
+      this.calls.delete(ac);
+      outer?.removeEventListener('abort', onOuter);
+    }
+  }
+
+  onEvent(listener: (event: ServerEvent) => void): () => void {
+    return this.shared.onEvent(listener);
+  }
+
+  onReconnect(listener: () => void): () => void {
+    return this.shared.onReconnect(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const ac of this.calls) ac.abort();
   }
 }
 
@@ -126,27 +171,17 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
   const store = new Store({ dataDir: null });
   const engine = new Engine({ store, clock });
   const token = engine.ensureAdminToken(undefined);
-  // One session per handle, as each quayside/sync handle has its own connection: a handle's
-  // close() fails its own pending calls and leaves the others working.
-  const transports = new Set<LocalTransport>();
+  const transport = new LocalTransport(engine, token);
   let closed = false;
   const mq: MemoryQueues = {
     engine,
-    queue: (o) => {
-      if (closed) throw new QuaysideError('unavailable', 'these in-memory queues were closed');
-      const t: LocalTransport = new LocalTransport(engine, token, () => transports.delete(t));
-      transports.add(t);
-      try {
-        return syncQueueOver(t, o, true);
-      } catch (e) {
-        void t.close();
-        throw e;
-      }
-    },
+    // Each handle gets its own view of the one session, so its close() ends only its own calls, as
+    // each quayside/sync handle closes only its own connection; a handle never closed holds nothing.
+    queue: (o) => syncQueueOver(new HandleTransport(transport), o, true),
     async close() {
       if (closed) return;
       closed = true;
-      for (const t of [...transports]) await t.close();
+      await transport.close();
       await engine.close();
       store.close();
     },
