@@ -69,10 +69,11 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     token = engine.ensureAdminToken(opts.token);
     server = new QuaysideServer({ engine, host, port, routes: envHttpRoutes(), log: opts.log });
     await server.listen();
+    engine.saveClock();
   } catch (e) {
-    // A failed start leaves nothing open: the store's lock is released with it.
+    // A failed start leaves nothing open (the store's lock is released with it) and writes nothing more.
     try {
-      await engine?.close();
+      await engine?.close({ flush: false });
     } finally {
       store.close();
     }
@@ -107,15 +108,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
 }
 
 /**
- * Where a virtual clock starts: on a data directory that has run before, where its time had got
- * to (an explicit `start` that is earlier would move stored times backwards, so the later wins);
- * otherwise at `start`, or now.
+ * Where a virtual clock starts: at `start`, or now, but never before the time a virtual clock had
+ * reached on this data directory (an advance may have taken it past now), so that stored times
+ * never run backwards. Times a system clock stored are behind now already.
  */
 function virtualStart(opt: EmulatorOptions['clock'], saved: string | null): number {
+  const asked = typeof opt === 'object' ? opt.start : Date.now();
   const before = saved === null ? NaN : Number(saved);
-  const asked = typeof opt === 'object' ? opt.start : null;
-  if (!Number.isFinite(before)) return asked ?? Date.now();
-  return asked === null ? before : Math.max(asked, before);
+  return Number.isFinite(before) ? Math.max(asked, before) : asked;
 }
 
 /** SQLite's own "cannot write" errors, met after the store opened (a read-only file), as a StoreOpenError. */

@@ -25,9 +25,9 @@ export interface EngineOptions {
 }
 
 /**
- * `meta` key: the engine's time at its last advance and at close. A virtual clock started on the
- * same data directory goes on from there (startEmulator), so stored times never run backwards:
- * a message made ready by an advance stays ready after a restart.
+ * `meta` key: a virtual clock's time, saved at start, at each instant an advance visits, and at
+ * close. A virtual clock started on the same data directory starts no earlier (startEmulator), so
+ * stored times never run backwards: a message made ready by an advance stays ready after a restart.
  */
 export const CLOCK_META = 'clock_now';
 
@@ -1082,15 +1082,17 @@ export class Engine {
         const next = this.nextDueAt();
         if (next === null || next > target) break;
         clock.set(next);
-        await this.gc.run(() => this.applyDue());
+        await this.gc.run(() => {
+          this.applyDue();
+          this.saveClock(); // with the work done at this instant, so no stored time is ahead of it
+        });
         await this.settle();
         if (next <= clock.now() && this.nextDueAt() === next) break; // nothing more can happen at this instant
       }
       clock.set(target);
       await this.gc.run(() => {
         this.applyDue();
-        // Kept with the data, so a restart on this directory goes on from here (see CLOCK_META).
-        this.store.setMeta(CLOCK_META, String(clock.now()));
+        this.saveClock();
       });
       await this.settle();
       for (const l of this.clockListeners) l(clock.now());
@@ -1102,6 +1104,14 @@ export class Engine {
     const p = (this.advancing ?? Promise.resolve(0)).then(run, run);
     this.advancing = p;
     return p;
+  }
+
+  /**
+   * A virtual clock's time, kept with the data (CLOCK_META) so a restart on this directory goes on
+   * from here. A system clock needs nothing: wall time has moved on by the next start.
+   */
+  saveClock(): void {
+    if (this.clock instanceof VirtualClock) this.store.setMeta(CLOCK_META, String(this.clock.now()));
   }
 
   /** Waits until the group commit is idle and follow-up work (held pulls, batches) has run. */
@@ -1304,16 +1314,22 @@ export class Engine {
 
   // ------------------------------------------------------------------ lifecycle
 
-  async close(): Promise<void> {
+  /**
+   * Closes the engine. `flush: false` (a start that failed) writes nothing more: the lag readings
+   * still in memory and the clock are left as the data directory had them.
+   */
+  async close(opts: { flush?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     await this.gc.idle();
     this.closed = true;
     this.gc.closed = true;
-    try {
-      this.writeAllLag();
-      this.store.setMeta(CLOCK_META, String(this.clock.now()));
-    } catch {
-      // Disk full at close: the chart misses its last second, and a virtual clock restarts from its last advance.
+    if (opts.flush !== false) {
+      try {
+        this.writeAllLag();
+        this.saveClock();
+      } catch {
+        // Disk full at close: the chart misses its last second, and a virtual clock restarts from its last save.
+      }
     }
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;

@@ -10,6 +10,17 @@ import { tempDir } from '../helpers';
 
 const HOUR = 3600_000;
 
+/** The virtual clock's time as stored in a data directory (read as another process would). */
+function storedClock(dir: string): number | null {
+  const db = new Database(path.join(dir, 'quayside.db'), { readonly: true });
+  try {
+    const row = db.prepare("SELECT value FROM meta WHERE key = 'clock_now'").get() as { value: string } | undefined;
+    return row ? Number(row.value) : null;
+  } finally {
+    db.close();
+  }
+}
+
 describe('startEmulator: options', () => {
   it('refuses a wrong option with invalid_argument before anything starts (a typo never becomes a default)', async () => {
     const dir = tempDir();
@@ -86,12 +97,10 @@ describe('startEmulator: a virtual clock on a data directory', () => {
     try {
       const start = Date.UTC(2026, 0, 5, 10, 0, 0);
       const first = await startEmulator({ dataDir: dir, clock: { start } });
+      assert.equal(storedClock(dir), start, 'saved at start');
       const t = await first.clock.advance(5 * HOUR);
       // Read while the emulator still runs: what a kill -9 now would leave.
-      const db = new Database(path.join(dir, 'quayside.db'), { readonly: true });
-      const saved = (db.prepare("SELECT value FROM meta WHERE key = 'clock_now'").get() as { value: string }).value;
-      db.close();
-      assert.equal(Number(saved), t);
+      assert.equal(storedClock(dir), t);
       await first.close();
 
       const again = await startEmulator({ dataDir: dir, clock: { start } });
@@ -101,6 +110,43 @@ describe('startEmulator: a virtual clock on a data directory', () => {
       assert.equal(later.clock.now(), t + HOUR, 'a later start is taken as asked');
       await later.close();
     } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('never starts before now: after a system-clock run (the CLI, the extension) pushed on the directory, a virtual clock starts at now, and the messages are ready', async () => {
+    const dir = tempDir();
+    try {
+      const v = await startEmulator({ dataDir: dir, clock: 'virtual' });
+      await v.close();
+      const sys = await startEmulator({ dataDir: dir });
+      const pushed = await createCache({ url: sys.url, token: sys.token, namespace: 'n' }).queue('jobs').push({ later: true });
+      await sys.close();
+      const before = Date.now();
+      const again = await startEmulator({ dataDir: dir, clock: 'virtual' });
+      try {
+        assert.ok(again.clock.now() >= before, 'the clock started before now');
+        const got = await createCache({ url: again.url, token: again.token, namespace: 'n' }).queue('jobs').pull();
+        assert.deepEqual(got.map((m) => m.id), [pushed.id]);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a start that fails (the port is taken) writes nothing to the directory: the stored clock stays as it was', async () => {
+    const dir = tempDir();
+    const holder = await startEmulator({ memory: true });
+    try {
+      const first = await startEmulator({ dataDir: dir, clock: 'virtual' });
+      const t = await first.clock.advance(HOUR);
+      await first.close();
+      await assert.rejects(startEmulator({ dataDir: dir, clock: { start: t + 10 * HOUR }, port: holder.port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
+      assert.equal(storedClock(dir), t);
+    } finally {
+      await holder.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
