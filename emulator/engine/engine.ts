@@ -43,12 +43,16 @@ export interface Actor {
 export const SYSTEM_ACTOR: Actor = { name: 'system', tokenId: null, namespace: null };
 
 /**
- * A token's public id for the audit log: a fingerprint of the secret, the same for every use of
- * one token and different between tokens, from which the token cannot be recovered.
+ * A token's public id for the audit log: a keyed fingerprint of the secret (HMAC with a random key
+ * kept in the data directory), the same for every use of one token and different between tokens.
+ * Keyed, so an id is no help in testing guesses of a token someone chose (`--token dev`).
  */
-export function tokenId(token: string): string {
-  return `tok_${crypto.createHash('sha256').update(token).digest('hex').slice(0, 12)}`;
+export function tokenId(key: string, token: string): string {
+  return `tok_${crypto.createHmac('sha256', key).update(token).digest('hex').slice(0, 12)}`;
 }
+
+/** `meta` key of the token-id key (see tokenId). */
+const TOKEN_ID_KEY = 'token_id_key';
 
 /** Far above any receipt the engine hands out (`r_<id>_<token>`); longer is not a receipt. */
 const MAX_RECEIPT_CHARS = 200;
@@ -1302,14 +1306,29 @@ export class Engine {
     this.store.transaction(() => {
       this.store.setMeta('admin_token', t);
       this.store.putToken(t, 'admin', 'readwrite', null, this.clock.now());
+      this.tokenKey();
     });
     return t;
+  }
+
+  private tokenIdKey: string | null = null;
+
+  /** The key of token ids, made once per data directory. */
+  private tokenKey(): string {
+    if (this.tokenIdKey) return this.tokenIdKey;
+    let key = this.store.getMeta(TOKEN_ID_KEY);
+    if (!key) {
+      key = crypto.randomBytes(32).toString('base64url');
+      this.store.setMeta(TOKEN_ID_KEY, key);
+    }
+    this.tokenIdKey = key;
+    return key;
   }
 
   /** Who a token is, as an actor with its access; null for a token this emulator does not know. */
   lookupToken(token: string): (Actor & { access: Access }) | null {
     const r = this.store.getToken(token);
-    return r ? { name: r.name, tokenId: tokenId(token), access: r.access as Access, namespace: r.ns } : null;
+    return r ? { name: r.name, tokenId: tokenId(this.tokenKey(), token), access: r.access as Access, namespace: r.ns } : null;
   }
 
   // ------------------------------------------------------------------ lifecycle

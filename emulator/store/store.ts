@@ -82,7 +82,7 @@ export class Store implements QueueStore {
     this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
     if (opts.dataDir) {
       Store.prepareDir(opts.dataDir);
-      this.lockFile = Store.lockDataDir(opts.dataDir);
+      ({ file: this.lockFile, key: this.lockKey } = Store.lockDataDir(opts.dataDir));
     }
     const fresh = this.file !== null && !fs.existsSync(this.file);
     try {
@@ -124,17 +124,27 @@ export class Store implements QueueStore {
     }
   }
 
-  /** Lock files this process holds, so a second store in the same process is refused too. */
-  private static readonly lockedFiles = new Set<string>();
+  /**
+   * Data directories this process holds, by device and inode: one directory reached by two paths
+   * (a symlink, a bind mount, another letter case) is one key, so a second store in this process
+   * is refused too. A lock file naming this pid that is not here is a leftover of an earlier
+   * process that had the same pid (a restarted container), and is taken over.
+   */
+  private static readonly lockedDirs = new Map<string, string>();
+  private lockKey: string | null = null;
 
   /**
    * One store per data directory: two would each hold counts the other does not see (and the
    * table's counts_dirty flag would lie). The lock file holds the owner's pid; a lock whose process
    * is gone (a kill -9) is taken over.
    */
-  private static lockDataDir(dataDir: string): string {
-    // The real path: one directory reached by two spellings (a symlink) is still one directory.
+  private static lockDataDir(dataDir: string): { file: string; key: string } {
+    const st = fs.statSync(dataDir);
+    const key = `${st.dev}:${st.ino}`;
     const file = path.join(fs.realpathSync(dataDir), LOCK_FILE);
+    if (Store.lockedDirs.has(key)) {
+      throw new StoreOpenError('in_use', `the data directory ${dataDir} is in use by another store in this process; close it or choose another data directory`);
+    }
     for (let attempt = 0; ; attempt++) {
       let fd: number;
       try {
@@ -147,9 +157,8 @@ export class Store implements QueueStore {
         } catch {
           // Gone in between: try again.
         }
-        if (Store.lockedFiles.has(file) || (owner !== process.pid && processAlive(owner)) || attempt >= 2) {
-          const who = Store.lockedFiles.has(file) ? 'another store in this process' : `another Quayside emulator (pid ${owner})`;
-          throw new StoreOpenError('in_use', `the data directory ${dataDir} is in use by ${who}; stop it or choose another data directory (if no emulator runs there, delete ${file})`);
+        if ((owner !== process.pid && processAlive(owner)) || attempt >= 2) {
+          throw new StoreOpenError('in_use', `the data directory ${dataDir} is in use by another Quayside emulator (pid ${owner}); stop it or choose another data directory (if no emulator runs there, delete ${file})`);
         }
         fs.rmSync(file, { force: true }); // left by a process that is gone
         continue;
@@ -162,16 +171,17 @@ export class Store implements QueueStore {
         throw lockError(dataDir, e);
       }
       fs.closeSync(fd);
-      Store.lockedFiles.add(file);
-      return file;
+      Store.lockedDirs.set(key, file);
+      return { file, key };
     }
   }
 
   private unlock(): void {
     if (!this.lockFile) return;
-    Store.lockedFiles.delete(this.lockFile);
+    if (this.lockKey) Store.lockedDirs.delete(this.lockKey);
     fs.rmSync(this.lockFile, { force: true });
     this.lockFile = null;
+    this.lockKey = null;
   }
 
   private static openDatabase(dataDir: string | null, file: string | null): Database.Database {

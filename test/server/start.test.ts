@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -147,6 +148,34 @@ describe('startEmulator: a virtual clock on a data directory', () => {
       assert.equal(storedClock(dir), t);
     } finally {
       await holder.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+});
+
+describe('startEmulator: token ids in the audit log', () => {
+  it('a token keeps its id across restarts on a data directory, and the id is keyed (not a bare hash of a token someone chose)', async () => {
+    const dir = tempDir();
+    try {
+      const ids: (string | null)[] = [];
+      for (let run = 0; run < 2; run++) {
+        const emu = await startEmulator({ dataDir: dir, token: 'dev' });
+        try {
+          const q = createCache({ url: emu.url, token: 'dev', namespace: 'n' }).queue('q');
+          await q.push(run);
+          await q.purgeDead();
+          const [latest] = (await emu.engine.auditList({})).entries;
+          ids.push(latest.tokenId);
+        } finally {
+          await emu.close();
+        }
+      }
+      assert.match(ids[0]!, /^tok_[0-9a-f]{12}$/);
+      assert.equal(ids[1], ids[0], 'the same token, the same id, after a restart');
+      const bare = `tok_${crypto.createHash('sha256').update('dev').digest('hex').slice(0, 12)}`;
+      assert.notEqual(ids[0], bare, 'anyone could check a guess against a bare hash');
+    } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
