@@ -289,7 +289,7 @@ export function json(res: http.ServerResponse, status: number, body: unknown): v
  * it), so the sender's request is answered rather than left waiting; otherwise null.
  */
 export function leadingId(head: Buffer): number | string | null {
-  const m = /^\s*\{\s*"id"\s*:\s*(?:(-?\d{1,15})\s*[,}]|"([^"\\]{0,200})")/.exec(head.subarray(0, 256).toString('utf8'));
+  const m = /^\s*\{\s*"id"\s*:\s*(?:(-?\d{1,15})\s*[,}]|"([^"\\]{1,64})")/.exec(head.subarray(0, 256).toString('utf8'));
   if (!m) return null;
   return m[1] !== undefined ? Number(m[1]) : m[2];
 }

@@ -151,10 +151,14 @@ export const MIGRATIONS: string[] = [
   `,
 
   // 4: the audit log says which token acted. A token's name is a label its creator chose (two
-  // tokens may share one), so each entry also keeps the token's id: a fingerprint of the secret,
-  // stable and unique, never the secret itself. Entries from before keep token_id NULL.
+  // tokens may share one), so each entry also keeps the token's id: a keyed fingerprint of the
+  // secret, stable and unique, never the secret itself. Entries from before keep token_id NULL.
+  // And a queue's message size limit is at most 4 MiB, so one message always fits in a request
+  // frame: queues stored with more get 4 MiB.
   `
   ALTER TABLE audit ADD COLUMN token_id TEXT;
+  UPDATE queues SET policy = json_set(policy, '$.maxPayloadBytes', 4194304)
+    WHERE json_valid(policy) AND json_extract(policy, '$.maxPayloadBytes') > 4194304;
   `,
 ];
 

@@ -365,14 +365,22 @@ describe('engine: decisions', () => {
       }
     });
 
-    it('a schema-3 database migrates to audit entries with token ids: old entries keep theirs null, new ones get one', async () => {
+    it('a schema-3 database migrates to audit entries with token ids (old entries keep theirs null, new ones get one) and to message limits of at most 4 MiB', async () => {
       const dir = tempDir();
       try {
         const file = path.join(dir, DB_FILE);
         const db = legacyDb(file, 3);
         db.prepare("INSERT INTO audit (at, token, ns, queue, action, count, detail) VALUES (1, 'ci', 'ns', 'q', 'purge_dead', 2, 'all')").run();
+        const fresh = makeEngine();
+        const policy = (await fresh.engine.createQueue({ ...ref, dialect: 'sync' })).policy;
+        await fresh.close();
+        const ins = db.prepare("INSERT INTO queues (id, pub_id, ns, name, dialect, policy, created_at) VALUES (?, ?, 'ns', ?, 'sync', ?, 0)");
+        ins.run(1, 'q_big', 'big', JSON.stringify({ ...policy, maxPayloadBytes: 64 * 1024 * 1024 }));
+        ins.run(2, 'q_small', 'small', JSON.stringify({ ...policy, maxPayloadBytes: 1000 }));
         db.close();
         t = makeEngine({ dataDir: dir });
+        assert.equal((await t.engine.getQueue({ namespace: 'ns', queue: 'big' })).policy.maxPayloadBytes, 4 * 1024 * 1024);
+        assert.equal((await t.engine.getQueue({ namespace: 'ns', queue: 'small' })).policy.maxPayloadBytes, 1000);
         await t.engine.createQueue({ ...ref, dialect: 'cache' });
         await t.engine.purgeDead(ref, { name: 'ci', tokenId: 'tok_000000000001', namespace: null });
         const { entries } = await t.engine.auditList({});
