@@ -203,7 +203,9 @@ export class Store implements QueueStore {
   private static openChecked(file: string, existed: boolean): Database.Database {
     if (existed) {
       try {
-        fs.accessSync(file, fs.constants.R_OK | fs.constants.W_OK);
+        // Opened, not access()ed: open checks the effective user, as SQLite's own open will, and
+        // SQLite would otherwise fall back to read-only without a word.
+        fs.closeSync(fs.openSync(file, 'r+'));
       } catch (e) {
         throw new StoreOpenError('unwritable', `${file} cannot be read and written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); check its permissions (chmod u+rw) or choose another data directory`);
       }

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { startEmulator } from '../../emulator/emulator';
+import { Store, StoreOpenError } from '../../emulator/store/store';
 import { RawClient, dirDigest, ensureBuilt, isFailure, kill9, rssKb, startChild, startOk, tempDir } from './support';
 
 // Resources and faults: a consumer that never reads its socket (backpressure), and data
@@ -146,7 +147,9 @@ describe('reliability: resources and faults', function () {
   });
 
   it('a quayside.db the user may not write (another owner, mode 444): a clear error, and nothing is left behind (no lock, no -wal or -shm)', async function () {
-    if (process.getuid?.() !== 0) return this.skip(); // it runs the emulator as the user "nobody"
+    // Root writes any file, so the store is opened with this process's effective user set to
+    // "nobody" for the moment of the (synchronous) open; nothing else runs in between.
+    if (process.getuid?.() !== 0 || !process.seteuid) return this.skip();
     const dir = tempDir();
     const emu = await startEmulator({ dataDir: dir });
     await emu.engine.push({ namespace: 'ro', queue: 'q', body: 1, create: 'cache' });
@@ -154,10 +157,18 @@ describe('reliability: resources and faults', function () {
     fs.chmodSync(path.join(dir, 'quayside.db'), 0o444);
     fs.chmodSync(dir, 0o777);
     const before = dirDigest(dir);
-    const r = await startChild({ dataDir: dir, uid: 65534, gid: 65534 });
-    assert.ok(isFailure(r), 'it started on a database it cannot write');
-    assert.equal(r.code, 'data_dir');
-    assert.match(r.message, /quayside\.db cannot be read and written \(EACCES\); check its permissions/);
+    let refused: unknown = null;
+    process.seteuid(65534);
+    try {
+      new Store({ dataDir: dir }).close();
+    } catch (e) {
+      refused = e;
+    } finally {
+      process.seteuid(0);
+    }
+    assert.ok(refused instanceof StoreOpenError, `it opened a database it cannot write (${String(refused)})`);
+    assert.equal(refused.problem, 'unwritable');
+    assert.match(refused.message, /quayside\.db cannot be read and written \(EACCES\); check its permissions/);
     assert.equal(dirDigest(dir), before, `left behind: ${fs.readdirSync(dir).join(', ')}`);
     fs.rmSync(dir, { recursive: true, force: true });
   });
