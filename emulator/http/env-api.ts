@@ -243,7 +243,11 @@ async function peekMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknow
   // Up to 1,000 at once (the most a page holds), so a test's peek sees a whole small queue.
   const limit = limitText === null ? 1000 : Number(limitText);
   const cursor = c.query.get('cursor') ?? undefined;
-  const page = await c.engine.peek({ ...ref(q), states: failed ? ['dead'] : ['ready', 'delayed', 'leased'], limit, cursor }, c.actor);
+  // The failed area in the order messages failed (oldest first), as retry-failed takes them and the
+  // dead-letter lists show them; the live messages in the order they were sent.
+  const page = failed
+    ? await c.engine.deadList({ ...ref(q), limit, cursor }, c.actor)
+    : await c.engine.peek({ ...ref(q), states: ['ready', 'delayed', 'leased'], limit, cursor }, c.actor);
   return [200, {
     messages: page.messages.map((x) => ({
       id: x.id, body: x.body, state: failed ? 'failed' : x.state, attempts: x.attempts, attributes: x.attributes ?? {},

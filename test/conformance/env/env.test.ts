@@ -410,6 +410,21 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal(again.counts.failed, 0);
     });
 
+    it('the failed area is listed in the order messages failed, oldest first (as retry-failed takes them)', async () => {
+      const q = await createQueue('fail-order', { maxRetries: 0 });
+      await env.queue.send('fail-order', 'first sent');
+      await env.queue.send('fail-order', 'second sent');
+      const [a, b] = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 2 })).body.messages;
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: b.leaseId }] });
+      await emu.clock.advance(10_000); // within the 30 s lease
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: a.leaseId }] })).body, { acked: 0, retried: 1, stale: 0 });
+      const failed = (await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages;
+      assert.deepEqual(failed.map((m: any) => m.body), ['second sent', 'first sent']);
+      assert.ok(failed[0].failedAt < failed[1].failedAt);
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/retry-failed`, { max: 1 })).body, { retried: 1 });
+      assert.deepEqual((await api('GET', `/v1/queues/${q.id}/messages`)).body.messages.map((m: any) => m.body), ['second sent']);
+    });
+
     it('GET /v1/queues/{qId}/messages?failed=1 peeks the failed area', async () => {
       const q = await createQueue('peek-failed', { maxRetries: 0 });
       await env.queue.send('peek-failed', { a: 1 });
