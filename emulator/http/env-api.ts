@@ -170,6 +170,10 @@ function sendInput(m: Record<string, unknown>, at = '') {
   if (!('body' in m)) throw invalid(`${at}body is missing`);
   const delay = num(m.delaySeconds, `${at}delaySeconds`, 0, 43200);
   checkContent(m.body, m.contentType, at);
+  // Checked here so the error names this API's field, not the engine's (dedupeKey).
+  if (m.dedupId !== undefined && m.dedupId !== null && (typeof m.dedupId !== 'string' || m.dedupId.length === 0 || m.dedupId.length > 512)) {
+    throw invalid(`${at}dedupId must be a string of 1 to 512 characters, got ${typeof m.dedupId === 'string' ? `${m.dedupId.length} characters` : typeof m.dedupId}`);
+  }
   return {
     body: m.body,
     contentType: m.contentType as string | undefined,
@@ -183,6 +187,7 @@ function sendInput(m: Record<string, unknown>, at = '') {
 
 async function createQueue(c: Ctx): Promise<[number, unknown]> {
   onlyKnown(c.body, ['project', 'environment', 'slug', ...SETTINGS]);
+  if (typeof c.body.slug !== 'string' || c.body.slug === '') throw invalid(`slug is required: the queue's name, a non-empty string${c.body.slug === undefined ? '' : `, got ${typeof c.body.slug}`}`);
   const namespace = envNamespace(c.body.project, c.body.environment);
   const q = await c.engine.createQueue({ namespace, queue: c.body.slug as string, dialect: 'env', policy: policyFrom(c.body) }, c.actor);
   return [201, envQueueView(q)];

@@ -57,6 +57,16 @@ describe('conformance: env HTTP API', () => {
     assert.equal(batch.status, 400);
     assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
     assert.equal((await call('GET', '/v1/queues/q_nope')).status, 404);
+    // Messages name this API's fields (dedupId, slug), not the engine's.
+    const badKey = await call('POST', `/v1/queues/${q.id}/messages`, { body: 1, dedupId: 7 });
+    assert.equal(badKey.status, 400);
+    assert.match(badKey.body.error.message, /^dedupId must be a string of 1 to 512 characters, got number$/);
+    const inBatch = await call('POST', `/v1/queues/${q.id}/messages`, { messages: [{ body: 1 }, { body: 2, dedupId: '' }] });
+    assert.match(inBatch.body.error.message, /^messages\[1\]\.dedupId must be a string/);
+    const noSlug = await call('POST', '/v1/queues', { project, environment: 'dev' });
+    assert.equal(noSlug.status, 400);
+    assert.match(noSlug.body.error.message, /^slug is required/);
+    assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
   });
 
   it('Authorization: Bearer <token> is required; a read-only token may only read', async () => {
