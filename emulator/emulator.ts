@@ -1,6 +1,6 @@
 import { CLOCK_META, Engine } from './engine/engine';
 import { QuaysideError } from './errors';
-import { SystemClock, VirtualClock, type Clock, type VirtualClockControl, type VirtualClockOption } from './engine/clock';
+import { clockFor, type Clock, type VirtualClockControl, type VirtualClockOption } from './engine/clock';
 import { DB_FILE, Store, StoreOpenError } from './store/store';
 import { QuaysideServer } from './server/server';
 import { envHttpRoutes } from './http/env-api';
@@ -56,14 +56,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   checkOptions(opts);
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 0;
-  const virtual = opts.clock === 'virtual' || typeof opts.clock === 'object';
   const store = new Store({ dataDir: opts.memory || !opts.dataDir ? null : opts.dataDir, durability: opts.durability });
   let engine: Engine | null = null;
   let clock: Clock;
   let token: string;
   let server: QuaysideServer;
   try {
-    clock = virtual ? new VirtualClock(virtualStart(opts.clock, store.getMeta(CLOCK_META))) : new SystemClock();
+    const saved = store.getMeta(CLOCK_META);
+    clock = clockFor(opts.clock, saved === null ? null : Number(saved));
     const quota = opts.freeTier === true ? 1000 : typeof opts.freeTier === 'number' ? opts.freeTier : null;
     engine = new Engine({ store, clock, dailyQuota: quota });
     token = engine.ensureAdminToken(opts.token);
@@ -103,19 +103,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
       return closed;
     },
   };
-  if (virtual) emu.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
+  if (clock.mode === 'virtual') emu.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
   return emu;
-}
-
-/**
- * Where a virtual clock starts: at `start`, or now, but never before the time a virtual clock had
- * reached on this data directory (an advance may have taken it past now), so that stored times
- * never run backwards. Times a system clock stored are behind now already.
- */
-function virtualStart(opt: EmulatorOptions['clock'], saved: string | null): number {
-  const asked = typeof opt === 'object' ? opt.start : Date.now();
-  const before = saved === null ? NaN : Number(saved);
-  return Number.isFinite(before) ? Math.max(asked, before) : asked;
 }
 
 /** SQLite's own "cannot write" errors, met after the store opened (a read-only file), as a StoreOpenError. */

@@ -318,7 +318,6 @@ export const OP_NAMES: readonly OpName[] = [
   'consumer.detach', 'clock.now', 'clock.advance', 'cancel', 'token.create',
 ];
 
-/** Server limits, also reported in docs/protocol.md. */
 /**
  * Why an env `contentType` other than json / text / bytes is refused, or null when it is a label the
  * emulator keeps as given (with a JSON body). Shared by env.queue.send and POST …/messages.
@@ -331,6 +330,7 @@ export function contentTypeProblem(contentType: unknown): string | null {
   return null;
 }
 
+/** Server limits, also reported in docs/protocol.md. */
 export const LIMITS = {
   /** A request frame, in UTF-8 bytes: the same 8 MiB as an HTTP request body, so a batch that one takes the other takes. */
   maxFrameBytes: 8 * 1024 * 1024,

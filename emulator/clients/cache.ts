@@ -219,6 +219,13 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
     return r.messages.map((d) => toMessage<T>(d));
   }
 
+  /**
+   * Settles name this queue, so a receipt of another queue (or namespace) is stale here, as it
+   * would be against the hosted service; a queue that does not exist holds no lease either.
+   */
+  const settleHere = (op: 'ack' | 'nack', receipt: string, error?: string): Promise<boolean> =>
+    orEmpty(t().request(op, { ...ref, receipt, error }).then((r) => r.ok), false);
+
   const q: CacheQueue = {
     name,
     namespace,
@@ -238,14 +245,12 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
       return orEmpty(pullRaw<T>(o), []);
     },
 
-    // Settles name this queue, so a receipt of another queue (or namespace) is stale here, as it
-    // would be against the hosted service; a queue that does not exist holds no lease either.
     async ack(receipt) {
-      return orEmpty(t().request('ack', { ...ref, receipt: receiptArg(receipt) }).then((r) => r.ok), false);
+      return settleHere('ack', receiptArg(receipt));
     },
 
     async nack(receipt) {
-      return orEmpty(t().request('nack', { ...ref, receipt: receiptArg(receipt) }).then((r) => r.ok), false);
+      return settleHere('nack', receiptArg(receipt));
     },
 
     async consume<T>(handler: (msg: CacheMessage<T>) => unknown, o: ConsumeOptions = {}) {
@@ -292,7 +297,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
             }
           }
           await settle(async () =>
-            failure ? orEmpty(t().request('nack', { ...ref, receipt: msg.receipt, error: errorText(failure.error)?.slice(0, 8192) }).then((r) => r.ok), false) : q.ack(msg.receipt),
+            failure ? settleHere('nack', msg.receipt, errorText(failure.error)?.slice(0, 8192)) : q.ack(msg.receipt),
           );
         }
       }

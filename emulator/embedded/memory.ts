@@ -1,5 +1,5 @@
 import { Engine } from '../engine/engine';
-import { SystemClock, VirtualClock, type Clock, type VirtualClockControl, type VirtualClockOption } from '../engine/clock';
+import { clockFor, type VirtualClockControl, type VirtualClockOption } from '../engine/clock';
 import { Store } from '../store/store';
 import { Session, dispatch, endSession } from '../server/dispatch';
 import { QuaysideError } from '../errors';
@@ -166,8 +166,7 @@ export type VirtualMemoryQueues = MemoryQueues & { clock: VirtualClockControl };
 export function createMemoryQueues(opts: MemoryQueuesOptions & { clock: VirtualClockOption }): VirtualMemoryQueues;
 export function createMemoryQueues(opts?: MemoryQueuesOptions): MemoryQueues;
 export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues {
-  const virtual = opts.clock === 'virtual' || (typeof opts.clock === 'object' && opts.clock !== null);
-  const clock: Clock = virtual ? new VirtualClock(typeof opts.clock === 'object' ? opts.clock.start : Date.now()) : new SystemClock();
+  const clock = clockFor(opts.clock);
   const store = new Store({ dataDir: null });
   const engine = new Engine({ store, clock });
   const token = engine.ensureAdminToken(undefined);
@@ -186,7 +185,7 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
       store.close();
     },
   };
-  if (virtual) mq.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
+  if (clock.mode === 'virtual') mq.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
   return mq;
 }
 

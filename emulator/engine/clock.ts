@@ -37,3 +37,14 @@ export interface VirtualClockControl {
   /** Moves time on; resolves once all work that fell due was applied and its events were sent. */
   advance(ms: number): Promise<number>;
 }
+
+/**
+ * The clock an option asks for (startEmulator, createMemoryQueues). A virtual one starts at
+ * `start`, or now, but never before `notBefore`: the time a virtual clock had reached on the same
+ * data directory (an advance may have taken it past now), so that stored times never run backwards.
+ */
+export function clockFor(option: 'system' | VirtualClockOption | undefined, notBefore: number | null = null): Clock {
+  if (option !== 'virtual' && (typeof option !== 'object' || option === null)) return new SystemClock();
+  const asked = typeof option === 'object' ? option.start : Date.now();
+  return new VirtualClock(notBefore !== null && Number.isFinite(notBefore) ? Math.max(asked, notBefore) : asked);
+}

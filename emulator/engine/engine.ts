@@ -852,7 +852,6 @@ export class Engine {
       const q = this.queueRow(args, actor);
       const ids = this.idsArg(args.ids);
       const gone = this.store.purgeDead(q.id, ids);
-      const now = this.clock.now();
       this.audit(actor, q, 'purge_dead', gone.length, ids ? `ids: ${gone.map(messageId).join(', ').slice(0, 2000)}` : 'all');
       this.note(q, 'purged', gone.map(messageId));
       return { purged: gone.length };
@@ -1082,22 +1081,21 @@ export class Engine {
       // Time is whole milliseconds. Rounded, not floored: 0.57 * 100 is 56.99999999999999, and a
       // test that computed its step must not land a millisecond short of a lease end.
       const target = clock.now() + Math.round(ms);
+      // The clock is saved with the work done at each instant, so no stored time is ahead of it.
+      const applyHere = () => {
+        this.applyDue();
+        this.saveClock();
+      };
       for (let guard = 0; guard < 100000; guard++) {
         const next = this.nextDueAt();
         if (next === null || next > target) break;
         clock.set(next);
-        await this.gc.run(() => {
-          this.applyDue();
-          this.saveClock(); // with the work done at this instant, so no stored time is ahead of it
-        });
+        await this.gc.run(applyHere);
         await this.settle();
         if (next <= clock.now() && this.nextDueAt() === next) break; // nothing more can happen at this instant
       }
       clock.set(target);
-      await this.gc.run(() => {
-        this.applyDue();
-        this.saveClock();
-      });
+      await this.gc.run(applyHere);
       await this.settle();
       for (const l of this.clockListeners) l(clock.now());
       // Two loop turns: the clock event's write, then the poll phase in which a subscriber in this

@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import { QuaysideError, invalid } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
+import * as validate from '../engine/validate';
 import { HTTP_STATUS, READ_OPS, contentTypeProblem, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
 import { authorize, bearer, resolveToken } from '../server/auth';
 import { json, type HttpRoute } from '../server/server';
@@ -170,10 +171,8 @@ function sendInput(m: Record<string, unknown>, at = '') {
   if (!('body' in m)) throw invalid(`${at}body is missing`);
   const delay = num(m.delaySeconds, `${at}delaySeconds`, 0, 43200);
   checkContent(m.body, m.contentType, at);
-  // Checked here so the error names this API's field, not the engine's (dedupeKey).
-  if (m.dedupId !== undefined && m.dedupId !== null && (typeof m.dedupId !== 'string' || m.dedupId.length === 0 || m.dedupId.length > 512)) {
-    throw invalid(`${at}dedupId must be a string of 1 to 512 characters, got ${typeof m.dedupId === 'string' ? `${m.dedupId.length} characters` : typeof m.dedupId}`);
-  }
+  // Checked here, with the engine's own rule, so the error names this API's field, not dedupeKey.
+  validate.optStr(m.dedupId, `${at}dedupId`, 512);
   return {
     body: m.body,
     contentType: m.contentType as string | undefined,
@@ -187,7 +186,7 @@ function sendInput(m: Record<string, unknown>, at = '') {
 
 async function createQueue(c: Ctx): Promise<[number, unknown]> {
   onlyKnown(c.body, ['project', 'environment', 'slug', ...SETTINGS]);
-  if (typeof c.body.slug !== 'string' || c.body.slug === '') throw invalid(`slug is required: the queue's name, a non-empty string${c.body.slug === undefined ? '' : `, got ${typeof c.body.slug}`}`);
+  validate.name(c.body.slug, 'slug'); // the engine's rule for a queue name, under this API's field name
   const namespace = envNamespace(c.body.project, c.body.environment);
   const q = await c.engine.createQueue({ namespace, queue: c.body.slug as string, dialect: 'env', policy: policyFrom(c.body) }, c.actor);
   return [201, envQueueView(q)];

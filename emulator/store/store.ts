@@ -66,6 +66,12 @@ function lockError(dataDir: string, e: unknown): StoreOpenError {
   return new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); is the disk full or read-only?`);
 }
 
+/** A held data-directory lock: its file, and the directory's device:inode (see Store.lockedDirs). */
+interface DirLock {
+  file: string;
+  key: string;
+}
+
 /** Message ids reserved per meta write (see allocateMessageId). */
 const MESSAGE_ID_BLOCK = 1000;
 
@@ -75,14 +81,14 @@ export class Store implements QueueStore {
   readonly file: string | null;
   private s: ReturnType<Store['prepare']>;
 
-  /** The data directory's lock file while this store holds it (see lockDataDir). */
-  private lockFile: string | null = null;
+  /** The data directory's lock while this store holds it (see lockDataDir). */
+  private lock: DirLock | null = null;
 
   constructor(opts: StoreOptions) {
     this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
     if (opts.dataDir) {
       Store.prepareDir(opts.dataDir);
-      ({ file: this.lockFile, key: this.lockKey } = Store.lockDataDir(opts.dataDir));
+      this.lock = Store.lockDataDir(opts.dataDir);
     }
     const fresh = this.file !== null && !fs.existsSync(this.file);
     try {
@@ -130,15 +136,14 @@ export class Store implements QueueStore {
    * is refused too. A lock file naming this pid that is not here is a leftover of an earlier
    * process that had the same pid (a restarted container), and is taken over.
    */
-  private static readonly lockedDirs = new Map<string, string>();
-  private lockKey: string | null = null;
+  private static readonly lockedDirs = new Set<string>();
 
   /**
    * One store per data directory: two would each hold counts the other does not see (and the
    * table's counts_dirty flag would lie). The lock file holds the owner's pid; a lock whose process
    * is gone (a kill -9) is taken over.
    */
-  private static lockDataDir(dataDir: string): { file: string; key: string } {
+  private static lockDataDir(dataDir: string): DirLock {
     const st = fs.statSync(dataDir);
     const key = `${st.dev}:${st.ino}`;
     const file = path.join(fs.realpathSync(dataDir), LOCK_FILE);
@@ -171,17 +176,16 @@ export class Store implements QueueStore {
         throw lockError(dataDir, e);
       }
       fs.closeSync(fd);
-      Store.lockedDirs.set(key, file);
+      Store.lockedDirs.add(key);
       return { file, key };
     }
   }
 
   private unlock(): void {
-    if (!this.lockFile) return;
-    if (this.lockKey) Store.lockedDirs.delete(this.lockKey);
-    fs.rmSync(this.lockFile, { force: true });
-    this.lockFile = null;
-    this.lockKey = null;
+    if (!this.lock) return;
+    Store.lockedDirs.delete(this.lock.key);
+    fs.rmSync(this.lock.file, { force: true });
+    this.lock = null;
   }
 
   private static openDatabase(dataDir: string | null, file: string | null): Database.Database {
@@ -202,18 +206,21 @@ export class Store implements QueueStore {
 
   private static openChecked(file: string, existed: boolean): Database.Database {
     if (existed) {
+      let fd: number;
       try {
-        // Opened, not access()ed: open checks the effective user, as SQLite's own open will, and
-        // SQLite would otherwise fall back to read-only without a word.
-        fs.closeSync(fs.openSync(file, 'r+'));
+        // Opened for writing, not access()ed: open checks the effective user, as SQLite's own open
+        // will, and SQLite would otherwise fall back to read-only without a word.
+        fd = fs.openSync(file, 'r+');
       } catch (e) {
         throw new StoreOpenError('unwritable', `${file} cannot be read and written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); check its permissions (chmod u+rw) or choose another data directory`);
       }
       // Read the header ourselves before SQLite touches the file, so a foreign file is left as it was.
-      const fd = fs.openSync(file, 'r');
       const header = Buffer.alloc(100);
-      fs.readSync(fd, header, 0, 100, 0);
-      fs.closeSync(fd);
+      try {
+        fs.readSync(fd, header, 0, 100, 0);
+      } finally {
+        fs.closeSync(fd);
+      }
       if (header.toString('latin1', 0, 16) !== 'SQLite format 3\u0000') {
         throw new StoreOpenError('not_quayside', `${file} is not a Quayside database (not an SQLite file); move it away or choose another data directory`);
       }

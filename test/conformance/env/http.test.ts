@@ -60,12 +60,12 @@ describe('conformance: env HTTP API', () => {
     // Messages name this API's fields (dedupId, slug), not the engine's.
     const badKey = await call('POST', `/v1/queues/${q.id}/messages`, { body: 1, dedupId: 7 });
     assert.equal(badKey.status, 400);
-    assert.match(badKey.body.error.message, /^dedupId must be a string of 1 to 512 characters, got number$/);
+    assert.match(badKey.body.error.message, /^dedupId must be a string, got number$/);
     const inBatch = await call('POST', `/v1/queues/${q.id}/messages`, { messages: [{ body: 1 }, { body: 2, dedupId: '' }] });
-    assert.match(inBatch.body.error.message, /^messages\[1\]\.dedupId must be a string/);
+    assert.match(inBatch.body.error.message, /^messages\[1\]\.dedupId must not be empty$/);
     const noSlug = await call('POST', '/v1/queues', { project, environment: 'dev' });
     assert.equal(noSlug.status, 400);
-    assert.match(noSlug.body.error.message, /^slug is required/);
+    assert.match(noSlug.body.error.message, /^slug must be a string, got undefined$/);
     assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
   });
 
