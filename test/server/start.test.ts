@@ -11,6 +11,26 @@ import { tempDir } from '../helpers';
 
 const HOUR = 3600_000;
 
+/** Runs `fn` with a fresh temporary directory, removed afterwards. */
+async function inTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = tempDir();
+  try {
+    await fn(dir);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs `fn` with a port another emulator holds, so a start on it fails with EADDRINUSE. */
+async function withTakenPort(fn: (port: number) => Promise<void>): Promise<void> {
+  const holder = await startEmulator({ memory: true });
+  try {
+    await fn(holder.port);
+  } finally {
+    await holder.close();
+  }
+}
+
 /** The virtual clock's time as stored in a data directory (read as another process would). */
 function storedClock(dir: string): number | null {
   const db = new Database(path.join(dir, 'quayside.db'), { readonly: true });
@@ -23,9 +43,8 @@ function storedClock(dir: string): number | null {
 }
 
 describe('startEmulator: options', () => {
-  it('refuses a wrong option with invalid_argument before anything starts (a typo never becomes a default)', async () => {
-    const dir = tempDir();
-    try {
+  it('refuses a wrong option with invalid_argument before anything starts (a typo never becomes a default)', () =>
+    inTempDir(async (dir) => {
       const cases: [unknown, RegExp][] = [
         [{ durability: 'FULL', dataDir: dir }, /durability must be "normal" or "full", got "FULL"/],
         [{ clock: 'Virtual' }, /clock must be "system", "virtual" or \{ start: <epoch ms> \}, got "Virtual"/],
@@ -47,30 +66,22 @@ describe('startEmulator: options', () => {
         });
       }
       assert.deepEqual(fs.readdirSync(dir), [], 'nothing was created in the data directory');
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('a start that fails after the store opened (the port is taken) leaves the data directory free for the next one', async () => {
-    const dir = tempDir();
-    const holder = await startEmulator({ memory: true });
-    try {
-      await assert.rejects(startEmulator({ dataDir: dir, port: holder.port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
-      assert.equal(fs.existsSync(path.join(dir, 'quayside.lock')), false, 'the lock was left behind');
-      const next = await startEmulator({ dataDir: dir });
-      await next.close();
-    } finally {
-      await holder.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it('a start that fails after the store opened (the port is taken) leaves the data directory free for the next one', () =>
+    inTempDir((dir) =>
+      withTakenPort(async (port) => {
+        await assert.rejects(startEmulator({ dataDir: dir, port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
+        assert.equal(fs.existsSync(path.join(dir, 'quayside.lock')), false, 'the lock was left behind');
+        const next = await startEmulator({ dataDir: dir });
+        await next.close();
+      }),
+    ));
 });
 
 describe('startEmulator: a virtual clock on a data directory', () => {
-  it('goes on after a restart from where it was, so a message an advance made ready stays ready and keeps its place', async () => {
-    const dir = tempDir();
-    try {
+  it('goes on after a restart from where it was, so a message an advance made ready stays ready and keeps its place', () =>
+    inTempDir(async (dir) => {
       const first = await startEmulator({ dataDir: dir, clock: 'virtual' });
       const q1 = createCache({ url: first.url, token: first.token, namespace: 'n' }).queue('jobs');
       const { id: early } = await q1.push({ a: 1 }, { delaySeconds: 3600 });
@@ -88,14 +99,10 @@ describe('startEmulator: a virtual clock on a data directory', () => {
       } finally {
         await second.close();
       }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('is saved at every advance (so it survives a kill -9), and an explicit earlier start does not move it back', async () => {
-    const dir = tempDir();
-    try {
+  it('is saved at every advance (so it survives a kill -9), and an explicit earlier start does not move it back', () =>
+    inTempDir(async (dir) => {
       const start = Date.UTC(2026, 0, 5, 10, 0, 0);
       const first = await startEmulator({ dataDir: dir, clock: { start } });
       assert.equal(storedClock(dir), start, 'saved at start');
@@ -110,14 +117,10 @@ describe('startEmulator: a virtual clock on a data directory', () => {
       const later = await startEmulator({ dataDir: dir, clock: { start: t + HOUR } });
       assert.equal(later.clock.now(), t + HOUR, 'a later start is taken as asked');
       await later.close();
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('never starts before now: after a system-clock run (the CLI, the extension) pushed on the directory, a virtual clock starts at now, and the messages are ready', async () => {
-    const dir = tempDir();
-    try {
+  it('never starts before now: after a system-clock run (the CLI, the extension) pushed on the directory, a virtual clock starts at now, and the messages are ready', () =>
+    inTempDir(async (dir) => {
       const v = await startEmulator({ dataDir: dir, clock: 'virtual' });
       await v.close();
       const sys = await startEmulator({ dataDir: dir });
@@ -132,32 +135,24 @@ describe('startEmulator: a virtual clock on a data directory', () => {
       } finally {
         await again.close();
       }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('a start that fails (the port is taken) writes nothing to the directory: the stored clock stays as it was', async () => {
-    const dir = tempDir();
-    const holder = await startEmulator({ memory: true });
-    try {
-      const first = await startEmulator({ dataDir: dir, clock: 'virtual' });
-      const t = await first.clock.advance(HOUR);
-      await first.close();
-      await assert.rejects(startEmulator({ dataDir: dir, clock: { start: t + 10 * HOUR }, port: holder.port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
-      assert.equal(storedClock(dir), t);
-    } finally {
-      await holder.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it('a start that fails (the port is taken) writes nothing to the directory: the stored clock stays as it was', () =>
+    inTempDir((dir) =>
+      withTakenPort(async (port) => {
+        const first = await startEmulator({ dataDir: dir, clock: 'virtual' });
+        const t = await first.clock.advance(HOUR);
+        await first.close();
+        await assert.rejects(startEmulator({ dataDir: dir, clock: { start: t + 10 * HOUR }, port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
+        assert.equal(storedClock(dir), t);
+      }),
+    ));
 
 });
 
 describe('startEmulator: token ids in the audit log', () => {
-  it('a token keeps its id across restarts on a data directory, and the id is keyed (not a bare hash of a token someone chose)', async () => {
-    const dir = tempDir();
-    try {
+  it('a token keeps its id across restarts on a data directory, and the id is keyed (not a bare hash of a token someone chose)', () =>
+    inTempDir(async (dir) => {
       const ids: (string | null)[] = [];
       for (let run = 0; run < 2; run++) {
         const emu = await startEmulator({ dataDir: dir, token: 'dev' });
@@ -175,8 +170,5 @@ describe('startEmulator: token ids in the audit log', () => {
       assert.equal(ids[1], ids[0], 'the same token, the same id, after a restart');
       const bare = `tok_${crypto.createHash('sha256').update('dev').digest('hex').slice(0, 12)}`;
       assert.notEqual(ids[0], bare, 'anyone could check a guess against a bare hash');
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
