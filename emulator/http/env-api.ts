@@ -5,7 +5,7 @@ import * as validate from '../engine/validate';
 import { HTTP_STATUS, READ_OPS, contentTypeProblem, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
 import { authorize, bearer, resolveToken } from '../server/auth';
 import { json, type HttpRoute } from '../server/server';
-import { envNamespace, envQueueView, ENV_MAX_RETENTION_S } from './env-naming';
+import { checkEnvironment, checkProject, envNamespace, envQueueView, ENV_MAX_RETENTION_S } from './env-naming';
 
 // The `env` dialect's HTTP management and data API under /v1/queues (docs/openapi.yaml).
 // It speaks the product's names (slug, project, environment, leaseId, failed area) and maps them
@@ -195,9 +195,14 @@ async function createQueue(c: Ctx): Promise<[number, unknown]> {
 async function listQueues(c: Ctx): Promise<[number, unknown]> {
   const project = c.query.get('project');
   const environment = c.query.get('environment');
-  const namespace = project !== null || environment !== null ? envNamespace(project, environment) : undefined;
+  // Either filter alone narrows the list too: one project in every environment, or one environment
+  // across projects. Both together name one namespace, which the engine filters on directly.
+  if (project !== null) checkProject(project);
+  if (environment !== null) checkEnvironment(environment);
+  const namespace = project !== null && environment !== null ? envNamespace(project, environment) : undefined;
   const { queues } = await c.engine.listQueues({ namespace, dialect: 'env' }, c.actor);
-  return [200, { queues: queues.map(envQueueView) }];
+  const views = queues.map(envQueueView).filter((q) => (project === null || q.project === project) && (environment === null || q.environment === environment));
+  return [200, { queues: views }];
 }
 
 async function getQueue(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {

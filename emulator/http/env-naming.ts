@@ -6,13 +6,21 @@ import type { QueueInfo } from '../protocol';
 export const ENV_MAX_RETENTION_S = 14 * 24 * 3600;
 
 export function envNamespace(project: unknown, environment: unknown): string {
+  return `${checkProject(project)}/${checkEnvironment(environment)}`;
+}
+
+export function checkProject(project: unknown): string {
   if (typeof project !== 'string' || project.length === 0 || project.length > 100 || project.includes('/')) {
     throw invalid('project must be a non-empty string without "/"');
   }
+  return project;
+}
+
+export function checkEnvironment(environment: unknown): string {
   if (typeof environment !== 'string' || environment.length === 0 || environment.length > 100) {
     throw invalid('environment must be a non-empty string');
   }
-  return `${project}/${environment}`;
+  return environment;
 }
 
 export function splitEnvNamespace(ns: string): { project: string; environment: string } {

@@ -46,6 +46,23 @@ describe('conformance: env HTTP API', () => {
     assert.equal((await call('GET', `/v1/queues/${q.id}`)).status, 404);
   });
 
+  it('GET /v1/queues filters by project alone or by environment alone', async () => {
+    const project = fresh('p');
+    const other = fresh('p');
+    const dev = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'a' })).body;
+    const prod = (await call('POST', '/v1/queues', { project, environment: 'prod', slug: 'a' })).body;
+    const elsewhere = (await call('POST', '/v1/queues', { project: other, environment: 'dev', slug: 'a' })).body;
+    const ids = async (query: string) => (await call('GET', `/v1/queues?${query}`)).body.queues.map((x: any) => x.id);
+    assert.deepEqual((await ids(`project=${project}`)).sort(), [dev.id, prod.id].sort());
+    const devIds = await ids('environment=dev');
+    assert.ok(devIds.includes(dev.id) && devIds.includes(elsewhere.id) && !devIds.includes(prod.id));
+    // A bad value alone is still refused.
+    const bad = await call('GET', '/v1/queues?project=a/b');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, 'invalid_argument');
+    assert.equal((await call('GET', '/v1/queues?environment=')).status, 400);
+  });
+
   it('errors are { error: { code, message } } with the matching status; a bad request changes nothing', async () => {
     const project = fresh('p');
     const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'e' })).body;
