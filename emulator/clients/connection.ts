@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import { QuaysideError } from '../errors';
-import { PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
+import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
 import { encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
 
 interface Pending {
@@ -34,6 +34,13 @@ export class Connection implements Transport {
   private everOpened = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private backoffMs = 50;
+  /**
+   * Frames sent on this socket and not yet answered. The server refuses requests past
+   * LIMITS.maxInFlightPerConnection (`limit_exceeded`); an app's Promise.all of 2,000 sends must not
+   * see that, so frames past the limit wait here, in call order, for an answer to free a slot.
+   */
+  private outstanding = 0;
+  private parked: Array<() => void> = [];
   /** Facts from the server's hello answer. */
   serverInfo: OpResult<'hello'> | null = null;
 
@@ -117,6 +124,7 @@ export class Connection implements Transport {
   private onClose(ws: WebSocket): void {
     if (this.ws !== ws) return;
     this.ws = null;
+    this.resetSlots();
     const err = new QuaysideError('unavailable', `lost the connection to the emulator at ${this.activeUrl ?? this.url}`);
     for (const [, p] of this.pending) {
       p.cleanup();
@@ -153,6 +161,7 @@ export class Connection implements Transport {
       for (const l of this.eventListeners) l(frame);
       return;
     }
+    if (typeof frame.id === 'number') this.freeSlot();
     const p = typeof frame.id === 'number' ? this.pending.get(frame.id) : undefined;
     if (!p) return;
     this.pending.delete(frame.id as number);
@@ -176,6 +185,7 @@ export class Connection implements Transport {
       return Promise.reject(e);
     }
     return new Promise((resolve, reject) => {
+      let sent = false;
       let onAbort: (() => void) | null = null;
       const cleanup = () => {
         if (onAbort && signal) signal.removeEventListener('abort', onAbort);
@@ -186,21 +196,49 @@ export class Connection implements Transport {
         onAbort = () => {
           if (!this.pending.has(id)) return;
           this.pending.delete(id);
-          if (this.ws === ws && ws.readyState === WebSocket.OPEN) {
-            ws.send(JSON.stringify({ id: this.nextId++, op: 'cancel', args: { request: id } }));
+          if (sent) {
+            const cancel = JSON.stringify({ id: this.nextId++, op: 'cancel', args: { request: id } });
+            this.whenSlotFree(() => this.transmit(ws, cancel));
           }
           reject(abortError(signal));
         };
         signal.addEventListener('abort', onAbort, { once: true });
       }
-      ws.send(text, (err) => {
-        if (err && this.pending.has(id)) {
-          this.pending.delete(id);
-          cleanup();
-          reject(new QuaysideError('unavailable', `could not send to the emulator: ${err.message}`));
-        }
+      this.whenSlotFree(() => {
+        // Aborted while it waited for a slot: it was never sent, so there is nothing to cancel.
+        if (!this.pending.has(id)) return;
+        sent = true;
+        this.transmit(ws, text, (err) => {
+          if (err && this.pending.has(id)) {
+            this.pending.delete(id);
+            cleanup();
+            reject(new QuaysideError('unavailable', `could not send to the emulator: ${err.message}`));
+          }
+        });
       });
     });
+  }
+
+  private whenSlotFree(go: () => void): void {
+    if (this.outstanding < LIMITS.maxInFlightPerConnection && this.parked.length === 0) go();
+    else this.parked.push(go);
+  }
+
+  private transmit(ws: WebSocket, text: string, done?: (err?: Error) => void): void {
+    if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
+    this.outstanding++;
+    ws.send(text, done);
+  }
+
+  private freeSlot(): void {
+    if (this.outstanding > 0) this.outstanding--;
+    while (this.outstanding < LIMITS.maxInFlightPerConnection && this.parked.length > 0) this.parked.shift()!();
+  }
+
+  /** A socket's slots go with it; requests parked on it are failed by whoever closed it. */
+  private resetSlots(): void {
+    this.outstanding = 0;
+    this.parked = [];
   }
 
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
@@ -250,6 +288,7 @@ export class Connection implements Transport {
     this.retryTimer = null;
     const ws = this.ws;
     this.ws = null;
+    this.resetSlots();
     const err = new QuaysideError('unavailable', 'connection closed');
     for (const [, p] of this.pending) {
       p.cleanup();

@@ -56,6 +56,12 @@ const TOKEN_ID_KEY = 'token_id_key';
 
 /** Far above any receipt the engine hands out (`r_<id>_<token>`); longer is not a receipt. */
 const MAX_RECEIPT_CHARS = 200;
+
+/** Only what cannot be a receipt at all is refused; any other string is a receipt, maybe a stale one. */
+function checkReceipt(receipt: unknown): void {
+  if (typeof receipt !== 'string' || receipt.length === 0) throw invalid('receipt must be a non-empty string');
+  if (receipt.length > MAX_RECEIPT_CHARS) throw invalid(`a receipt is at most ${MAX_RECEIPT_CHARS} characters`);
+}
 const HALF_HOUR = 30 * TIME.MINUTE;
 /** The largest epoch ms a Date can hold. */
 const MAX_TIME = 8.64e15;
@@ -132,6 +138,11 @@ export class Engine {
 
   /** Set by a host that knows whether anyone subscribed; counting is skipped when no one did. */
   eventsWanted: () => boolean = () => true;
+  /**
+   * A count of what has arrived from outside (set by whoever serves the engine): advance() waits
+   * until it stops moving, so a call that is still on its way in is applied before the jump.
+   */
+  arrivals: () => number = () => 0;
 
   private readonly clockListeners = new Set<(now: number) => void>();
 
@@ -609,8 +620,7 @@ export class Engine {
 
   /** The leased row a receipt names, if the receipt is still good (strict: its lease has not ended). */
   private leasedBy(receipt: unknown, actor: Actor, scope: QueueRow | null = null): { row: DueRow; q: QueueRow } | null {
-    if (typeof receipt !== 'string' || receipt.length === 0) throw invalid('receipt must be a non-empty string');
-    if (receipt.length > MAX_RECEIPT_CHARS) throw invalid(`a receipt is at most ${MAX_RECEIPT_CHARS} characters`);
+    checkReceipt(receipt);
     // Receipts are opaque to whoever holds them: a string that names no live lease is stale (false),
     // whatever its shape, as with the hosted products; only what cannot be a receipt at all throws.
     const r = parseReceipt(receipt);
@@ -624,8 +634,12 @@ export class Engine {
     return { row, q };
   }
 
-  /** The queue a settle names, if it names one (see leasedBy's scope). */
-  private scopeOf(args: { namespace?: unknown; queue?: unknown }, actor: Actor): QueueRow | null {
+  /**
+   * The queue a settle names, if it names one (see leasedBy's scope). Its receipt is checked first:
+   * what cannot be a receipt at all is invalid_argument, on a queue that does not exist too.
+   */
+  private scopeOf(args: { receipt?: unknown; namespace?: unknown; queue?: unknown }, actor: Actor): QueueRow | null {
+    if ('receipt' in args) checkReceipt(args.receipt);
     if (args.namespace === undefined && args.queue === undefined) return null;
     return this.queueRow(args as Ref, actor);
   }
@@ -1073,10 +1087,16 @@ export class Engine {
     const run = async (): Promise<number> => {
       const clock = this.clock as VirtualClock;
       // Let requests already on their way in (a recv sent just before this call, from a client in
-      // the same process) reach the engine first, so their waits count from before the jump.
-      for (let i = 0; i < 3; i++) {
+      // the same process) reach the engine first, so their waits count from before the jump. A
+      // handle's first call is several round trips (connect, hello, queue setup), so wait until
+      // nothing new has arrived for three turns in a row; bounded, for a client that never pauses.
+      let seen = this.arrivals();
+      for (let quiet = 0, i = 0; quiet < 3 && i < 200; i++) {
         await new Promise((r) => setTimeout(r, 1));
         await this.settle();
+        const now = this.arrivals();
+        quiet = now === seen ? quiet + 1 : 0;
+        seen = now;
       }
       // Time is whole milliseconds. Rounded, not floored: 0.57 * 100 is 56.99999999999999, and a
       // test that computed its step must not land a millisecond short of a lease end.

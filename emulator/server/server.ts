@@ -30,6 +30,8 @@ const WINDOW = 32;
 const CATCH_UP = 1024 * 1024;
 const HIGH_WATER = 8 * 1024 * 1024;
 const WAITING_BYTES = 8 * 1024 * 1024;
+/** How long close() waits for clients to answer its close frames. */
+const CLOSE_WAIT_MS = 500;
 
 interface Flow {
   /** Decoded frames that arrived over the window, in order, and the size of their text. */
@@ -65,15 +67,24 @@ export class QuaysideServer {
   private readonly engine: Engine;
   private readonly host: string;
   private port: number;
+  /** Counts what arrives (connections, upgrades, frames, HTTP requests): a virtual clock's advance waits for it to settle. */
+  private arrivals = 0;
+  /** Set by close(): frames that arrive after it are not run, since their answers could not be sent. */
+  private closing = false;
 
   constructor(private readonly opts: ServerOptions) {
     this.engine = opts.engine;
     this.host = opts.host;
     this.port = opts.port;
-    this.http = http.createServer((req, res) => void this.onHttp(req, res));
+    this.http = http.createServer((req, res) => {
+      this.arrivals++;
+      void this.onHttp(req, res);
+    });
+    this.http.on('connection', () => this.arrivals++);
     this.http.keepAliveTimeout = 5000;
     this.wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.maxFrameBytes * 2, perMessageDeflate: false });
     this.http.on('upgrade', (req, socket, head) => {
+      this.arrivals++;
       const refuse = (status: number, text: string) => {
         socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       };
@@ -95,6 +106,7 @@ export class QuaysideServer {
       for (const s of this.sessions.values()) if (s.subscriptions.size > 0) return true;
       return false;
     };
+    this.engine.arrivals = () => this.arrivals;
   }
 
   listen(): Promise<{ host: string; port: number }> {
@@ -131,6 +143,8 @@ export class QuaysideServer {
   private readonly flows = new Map<WebSocket, Flow>();
 
   private onFrame(ws: WebSocket, s: Session, flow: Flow, data: RawData, isBinary: boolean): void {
+    this.arrivals++;
+    if (this.closing) return;
     const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer).byteLength;
     if (size > LIMITS.maxFrameBytes) {
       const id = leadingId(Array.isArray(data) ? data[0] : Buffer.isBuffer(data) ? data : Buffer.from(data));
@@ -261,11 +275,19 @@ export class QuaysideServer {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     this.offChange();
+    // A close frame, not a bare TCP reset: a client in this process then knows before close()
+    // resolves that its socket is going, so its next call dials the next emulator instead of
+    // writing to this one. Clients that do not answer within the bound are cut off.
+    const gone: Promise<void>[] = [];
     for (const [ws, s] of this.sessions) {
       endSession(this.engine, s);
-      ws.terminate();
+      gone.push(new Promise<void>((r) => ws.once('close', () => r())));
+      ws.close(1001, 'the emulator is stopping');
     }
+    await Promise.race([Promise.all(gone), new Promise<void>((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
+    for (const ws of this.sessions.keys()) ws.terminate();
     this.sessions.clear();
     this.wss.close();
     this.http.closeAllConnections?.();

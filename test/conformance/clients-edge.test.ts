@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import WebSocket from 'ws';
 import { createCache, type Cache } from '../../emulator/clients/cache';
 import { createEnv } from '../../emulator/clients/env';
@@ -118,6 +121,34 @@ describe('clients: QUAYSIDE_URL / QUAYSIDE_TOKEN are read when a client connects
     process.env.QUAYSIDE_TOKEN = 'nope';
     assert.equal((await pinned.request('stats', { namespace: 'swap', queue: 'q' })).counts.depth, 1);
     assert.equal(pinned.url, b.url);
+  });
+});
+
+describe('clients: the emulator restarts under them', function () {
+  it('the first call after a restart on the same port reconnects, and a lease held across the restart still acks', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
+    let emu = await startTestEmulator({ memory: false, dataDir: dir });
+    try {
+      const q = remote.queue({ url: emu.url, token: emu.token, id: fresh('jobs') });
+      const cache = createCache({ url: emu.url, token: emu.token, namespace: fresh('ns') });
+      const c = cache.queue('q');
+      await q.send({ data: 'a' });
+      await c.push({ n: 1 });
+      const m = await q.recv({ wait: false });
+      const [pulled] = await c.pull();
+      await emu.close();
+      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      // Called at once: the old socket must not take these calls.
+      assert.equal(await m!.ack(), true);
+      assert.equal(await c.ack(pulled.receipt), true);
+      assert.equal((await q.send({ data: 'b' })).messageId.length > 0, true);
+      assert.deepEqual(await q.stats(), { ready: 1, delayed: 0, inFlight: 0, dlq: 0 });
+      await q.close();
+      await cache.close();
+    } finally {
+      await emu.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
