@@ -76,10 +76,13 @@ export function checkOrdering(ordering: unknown): void {
   if (ordering === undefined || ordering === null || ordering === false) return;
   const mode = typeof ordering === 'string' ? ordering : typeof ordering === 'object' ? (ordering as Record<string, unknown>).mode : undefined;
   // Any key that speaks of partitions ({ partitions: 4 }, { partitioned: true }, { partitionKey }) asks for it too.
-  const partitioned = typeof ordering === 'object' && Object.entries(ordering as Record<string, unknown>).some(([k, v]) => /partition/i.test(k) && v !== undefined && v !== false && v !== null);
-  if ((typeof mode === 'string' && /partition/i.test(mode)) || partitioned) {
-    throw invalidArg(`ordering mode ${JSON.stringify(mode ?? 'partitioned')} is not supported: ordering is accepted but not enforced (orderingKey is stored as metadata only)`, { field: 'ordering' });
+  const partitionKey = typeof ordering === 'object' ? Object.entries(ordering as Record<string, unknown>).find(([k, v]) => /partition/i.test(k) && v !== undefined && v !== false && v !== null)?.[0] : undefined;
+  const notEnforced = 'ordering is accepted but not enforced (orderingKey is stored as metadata only)';
+  if (typeof mode === 'string' && /partition/i.test(mode)) {
+    throw invalidArg(`ordering mode ${JSON.stringify(mode)} is not supported: ${notEnforced}`, { field: 'ordering' });
   }
+  // Name what asked for partitions: with { mode: 'best_effort', partitions: 4 } the mode is fine.
+  if (partitionKey !== undefined) throw invalidArg(`ordering.${partitionKey} is not supported: partitioned ordering would need enforcement, and ${notEnforced}`, { field: `ordering.${partitionKey}` });
   if (mode !== undefined && typeof mode !== 'string') throw invalidArg('ordering.mode must be a string');
 }
 

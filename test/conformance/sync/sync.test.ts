@@ -263,6 +263,8 @@ for (const variant of variants) {
       for (const ordering of [{ partitions: 4 }, { partitioned: true }, { mode: 'fifo', partitionKey: 'user' }]) {
         assert.throws(() => h.queue({ id: 'p', ordering: ordering as never }), (e: any) => e.code === 'invalid_argument', JSON.stringify(ordering));
       }
+      // The error names what asked for partitions, not a mode that is fine on its own.
+      assert.throws(() => h.queue({ id: 'p', ordering: { mode: 'best_effort', partitions: 4 } as never }), (e: any) => e.code === 'invalid_argument' && /ordering\.partitions is not supported/.test(e.message) && !/best_effort/.test(e.message));
       // Accepted and ignored: a mode that is not partitioned, or a partition flag that is off.
       for (const ordering of ['fifo', { mode: 'fifo' }, { partitioned: false }]) h.queue({ id: 'p', ordering: ordering as never });
     });
@@ -310,6 +312,24 @@ for (const variant of variants) {
       const empty = q.recv({ timeoutMs: 5000 });
       await h.advance(5000);
       assert.equal(await empty, null);
+    });
+
+    it("a wait made as a fresh handle's first call counts from before an advance made right after it", async () => {
+      // Over the emulator this first call is still connecting (TCP, hello, queue setup) when the
+      // advance starts; the advance waits for it rather than jumping past its deadline unseen.
+      const p = q.recv({ timeoutMs: 5000 });
+      await h.advance(5000);
+      const bound = new Promise((_, reject) => setTimeout(() => reject(new Error('the wait did not end with the advance')), 3000).unref());
+      assert.equal(await Promise.race([p, bound]), null);
+    });
+
+    it('more calls at once on one handle than a connection may have in flight all go through, in order', async () => {
+      const n = 1100; // the server answers limit_exceeded past 1,024 requests in flight per connection
+      const sent = await Promise.all(Array.from({ length: n }, (_, i) => q.send({ data: i })));
+      assert.equal(new Set(sent.map((s) => s.messageId)).size, n);
+      assert.equal((await q.stats()).ready, n);
+      const first = await q.recv<number>({ wait: false });
+      assert.equal(first!.data, 0);
     });
 
     it('an aborted recv wait resolves to null at once', async () => {
@@ -442,6 +462,20 @@ for (const variant of variants) {
 
 describe('conformance: sync — transport (quayside/sync only)', function () {
   this.timeout(30000);
+  it("a wait made as the first call of the process's first handle (not yet connected) counts from before an advance made right after it", async () => {
+    const emu = await startTestEmulator();
+    const q = remote.queue({ id: 'cold', url: emu.url, token: emu.token });
+    try {
+      const p = q.recv({ timeoutMs: 5000 });
+      await emu.clock.advance(5000);
+      const bound = new Promise((_, reject) => setTimeout(() => reject(new Error('the wait did not end with the advance')), 3000).unref());
+      assert.equal(await Promise.race([p, bound]), null);
+    } finally {
+      await q.close();
+      await emu.close();
+    }
+  });
+
   it('stream({ wait: true }) auto-retries transient transport errors: it rides out an emulator restart', async () => {
     const first = await startEmulator({ memory: true });
     const { port, token } = first;
