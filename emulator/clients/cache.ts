@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, LagStep, MessageView, QueueCounts } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { errorText, invalidArg, isAbort, isCode, jsonValue, optCount, optObject, optSeconds, optString, pause, throwIfAborted } from './common';
+import { errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optString, pause, throwIfAborted } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -185,6 +185,7 @@ function toDead<T>(m: MessageView): DeadLetter<T> {
 function idsOf(o: { ids?: unknown } | undefined): string[] | undefined {
   if (o === undefined || o === null) return undefined;
   if (typeof o !== 'object') throw invalidArg('expected { ids?: string[] }');
+  onlyKeys(o as Record<string, unknown>, ['ids'], 'dead-letter');
   if (o.ids === undefined) return undefined;
   if (!Array.isArray(o.ids) || !o.ids.every((x) => typeof x === 'string')) throw invalidArg('ids must be an array of message ids');
   return o.ids;
@@ -210,7 +211,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
 
   /** A pull that reports a missing queue as not_found. */
   async function pullRaw<T>(o: PullOptions): Promise<CacheMessage<T>[]> {
-    optObject(o, 'pull options');
+    onlyKeys(optObject(o, 'pull options'), ['max', 'visibilitySeconds', 'waitMs', 'signal'], 'pull');
     const max = optCount(o.max, 'max', 1, 1000) ?? 1;
     const leaseMs = optSeconds(o.visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
     const waitMs = optSeconds(o.waitMs === undefined ? undefined : o.waitMs / 1000, 'waitMs', { max: 20 * 60 });
@@ -231,7 +232,8 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
     namespace,
 
     async push(body, o = {}) {
-      optObject(o, 'push options');
+      // A misspelt option (delaySecond) is refused, not dropped: the message would go out at once.
+      onlyKeys(optObject(o, 'push options'), ['delaySeconds', 'dedupeKey'], 'push');
       // The bound is the queue's maxDelayMs, checked by the engine (a queue may set its own).
       const delayMs = optSeconds(o.delaySeconds, 'delaySeconds');
       const dedupeKey = optString(o.dedupeKey, 'dedupeKey');
@@ -255,7 +257,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
 
     async consume<T>(handler: (msg: CacheMessage<T>) => unknown, o: ConsumeOptions = {}) {
       if (typeof handler !== 'function') throw invalidArg('consume(handler) needs a handler function');
-      optObject(o, 'consume options');
+      onlyKeys(optObject(o, 'consume options'), ['max', 'visibilitySeconds', 'idleMs', 'signal', 'onError'], 'consume');
       const max = optCount(o.max, 'max', 1, 1000) ?? 10;
       const visibilitySeconds = o.visibilitySeconds;
       optSeconds(visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
@@ -304,7 +306,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
     },
 
     async deadLetters<T>(o: { limit?: number; cursor?: string } = {}) {
-      optObject(o, 'deadLetters options');
+      onlyKeys(optObject(o, 'deadLetters options'), ['limit', 'cursor'], 'deadLetters');
       const limit = optCount(o.limit, 'limit', 1, 1000);
       const cursor = optString(o.cursor, 'cursor');
       const r = await orEmpty(t().request('dead.list', { ...ref, limit, cursor }), { messages: [], total: 0, next: null });

@@ -213,6 +213,34 @@ describe('conformance: cache (seeds/000)', function () {
       assert.equal(await jobs.nack(m2.receipt), true);
     });
 
+    it('what cannot be a receipt at all is invalid_argument, on a queue never made as on one that exists', async () => {
+      const q = cache.queue('receipts-exist');
+      await q.push('x');
+      for (const handle of [q, cache.queue('receipts-never-made')]) {
+        for (const bad of ['r'.repeat(201), '']) {
+          assert.equal((await rejects(handle.ack(bad))).code, 'invalid_argument', `ack ${bad.length}`);
+          assert.equal((await rejects(handle.nack(bad))).code, 'invalid_argument', `nack ${bad.length}`);
+        }
+      }
+      assert.equal((await q.stats()).ready, 1);
+    });
+
+    it('a misspelt option is refused (invalid_argument, naming it) and changes nothing', async () => {
+      const q = cache.queue('misspelt');
+      const e = await rejects(q.push('now?', { delaySecond: 60 } as never));
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /delaySecond/);
+      assert.equal((await rejects(q.push('x', { dedupKey: 'k' } as never))).code, 'invalid_argument');
+      assert.equal((await q.stats()).depth, 0, 'nothing was pushed');
+      await q.push('y');
+      assert.equal((await rejects(q.pull({ visibilityTimeout: 5 } as never))).code, 'invalid_argument');
+      assert.equal((await q.stats()).inFlight, 0, 'nothing was leased');
+      assert.equal((await rejects(q.deadLetters({ limt: 5 } as never))).code, 'invalid_argument');
+      assert.equal((await rejects(q.replay({ id: ['m_1'] } as never))).code, 'invalid_argument');
+      assert.equal((await rejects(q.purgeDead({ id: ['m_1'] } as never))).code, 'invalid_argument');
+      assert.equal((await rejects(q.consume(() => undefined, { idle: 5 } as never))).code, 'invalid_argument');
+    });
+
     it('you ack(receipt) to finish one', async () => {
       const q = cache.queue('ack');
       await q.push('done');
@@ -636,7 +664,14 @@ describe('conformance: cache (seeds/000)', function () {
       assert.match(listed.stdout, /cli/);
       // --ids given empty is a usage error (64), never "all of them".
       // With --json the error is JSON on stderr.
-      for (const [cmd, what] of [[['replay', 'jobs', '--ids='], /--ids needs at least one message id/], [['purge-dead', 'jobs', '--ids', ''], /--ids needs/], [['dead', 'jobs', '--limit', '0'], /--limit must be a whole number ≥ 1/]] as const) {
+      // So is an option the command does not take: a misspelt --delay must not push at once.
+      for (const [cmd, what] of [
+        [['replay', 'jobs', '--ids='], /--ids needs at least one message id/],
+        [['purge-dead', 'jobs', '--ids', ''], /--ids needs/],
+        [['dead', 'jobs', '--limit', '0'], /--limit must be a whole number ≥ 1/],
+        [['push', 'jobs', '{"n":1}', '--dealy', '60000'], /unknown option --dealy for push/],
+        [['replay', 'jobs', '--id', 'm_1'], /unknown option --id for replay/],
+      ] as const) {
         const bad = await run(tsx, [cli, ...cmd, ...args]).then(() => null, (e: { code: number; stderr: string }) => e);
         assert.equal(bad?.code, 64, `${cmd.join(' ')} should be a usage error`);
         const { error } = JSON.parse(bad!.stderr) as { error: { code: string; message: string } };
@@ -644,6 +679,7 @@ describe('conformance: cache (seeds/000)', function () {
         assert.match(error.message, what);
       }
       assert.equal((await q.deadLetters()).total, 1);
+      assert.equal((await q.stats()).depth, 0, 'the misspelt push pushed nothing');
       await run(tsx, [cli, 'replay', 'jobs', ...args]);
       assert.equal((await q.deadLetters()).total, 0);
       assert.equal((await q.stats()).depth, 1);
