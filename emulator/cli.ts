@@ -55,6 +55,32 @@ export function parseArgs(argv: string[]): Args {
 
 class UsageError extends Error {}
 
+/** The options each command takes; any other is a usage error, so a misspelt --delay never pushes at once. */
+const CLIENT_FLAGS = ['url', 'token', 'json', 'help'];
+const NS_FLAGS = ['ns', 'namespace'];
+const COMMAND_FLAGS: Record<string, string[]> = {
+  start: ['port', 'host', 'data', 'memory', 'token', 'clock', 'durability', 'free-tier', 'config', 'json', 'exit-with-parent', 'help'],
+  queues: [...CLIENT_FLAGS, ...NS_FLAGS],
+  create: [...CLIENT_FLAGS, ...NS_FLAGS, 'dialect'],
+  delete: [...CLIENT_FLAGS, ...NS_FLAGS, 'yes'],
+  push: [...CLIENT_FLAGS, ...NS_FLAGS, 'delay', 'dedupe'],
+  peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit'],
+  dead: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit'],
+  replay: [...CLIENT_FLAGS, ...NS_FLAGS, 'ids', 'max'],
+  'purge-dead': [...CLIENT_FLAGS, ...NS_FLAGS, 'ids'],
+  purge: [...CLIENT_FLAGS, ...NS_FLAGS, 'yes'],
+  audit: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit'],
+  advance: CLIENT_FLAGS,
+};
+
+function checkFlags(cmd: string, args: Args): void {
+  const known = COMMAND_FLAGS[cmd];
+  if (!known) throw new UsageError(`unknown command "${cmd}"`);
+  for (const k of Object.keys(args.flags)) {
+    if (!known.includes(k)) throw new UsageError(`unknown option --${k} for ${cmd}; it takes ${known.map((f) => `--${f}`).join(' ')}`);
+  }
+}
+
 function flag(args: Args, name: string, alias?: string): string | undefined {
   const v = args.flags[name] ?? (alias ? args.flags[alias] : undefined);
   if (v === true) throw new UsageError(`--${name} needs a value`);
@@ -95,12 +121,24 @@ async function start(args: Args): Promise<void> {
   const fail = (code: string, message: string): never => {
     if (asJson) process.stdout.write(JSON.stringify({ event: 'error', code, message }) + '\n');
     else process.stderr.write(`quayside: ${message}\n`);
-    process.exit(code === 'usage' ? 64 : 2);
+    process.exit(code === 'usage' ? 64 : 1);
   };
-  const port = intFlag(args, 'port') ?? (process.env.QUAYSIDE_PORT ? Number(process.env.QUAYSIDE_PORT) : DEFAULT_PORT);
-  const host = flag(args, 'host') ?? '127.0.0.1';
-  const memory = args.flags.memory === true;
-  const dataDir = memory ? undefined : path.resolve(flag(args, 'data') ?? '.quayside');
+  // Every option is read and checked before anything starts: a usage error leaves nothing running.
+  let port: number, host: string, memory: boolean, dataDir: string | undefined, token: string | undefined, configFlag: string | undefined;
+  try {
+    checkFlags('start', args);
+    if (args._.length > 1) throw new UsageError(`start takes no arguments, got "${args._.slice(1).join(' ')}"`);
+    port = intFlag(args, 'port') ?? (process.env.QUAYSIDE_PORT ? Number(process.env.QUAYSIDE_PORT) : DEFAULT_PORT);
+    host = flag(args, 'host') ?? '127.0.0.1';
+    memory = args.flags.memory === true;
+    if (memory && args.flags.data !== undefined) throw new UsageError('--memory and --data exclude each other');
+    dataDir = memory ? undefined : path.resolve(flag(args, 'data') ?? '.quayside');
+    token = flag(args, 'token') ?? process.env.QUAYSIDE_TOKEN ?? undefined;
+    configFlag = flag(args, 'config');
+  } catch (e) {
+    if (e instanceof UsageError) return fail('usage', e.message);
+    throw e;
+  }
   const clockFlag = flag(args, 'clock') ?? 'system';
   if (clockFlag !== 'system' && clockFlag !== 'virtual') fail('usage', `--clock must be system or virtual, got "${clockFlag}"`);
   const durability = flag(args, 'durability') ?? 'normal';
@@ -119,7 +157,7 @@ async function start(args: Args): Promise<void> {
     emu = await mod.startEmulator({
       port, host, dataDir, memory,
       clock: clockFlag as 'system' | 'virtual',
-      token: flag(args, 'token') ?? process.env.QUAYSIDE_TOKEN ?? undefined,
+      token,
       durability: durability as 'normal' | 'full',
       freeTier: args.flags['free-tier'] === true,
     });
@@ -134,7 +172,7 @@ async function start(args: Args): Promise<void> {
     }
     return fail('start', err.message);
   }
-  const configFile = flag(args, 'config') ?? (fs.existsSync('quayside.json') ? 'quayside.json' : undefined);
+  const configFile = configFlag ?? (fs.existsSync('quayside.json') ? 'quayside.json' : undefined);
   if (configFile) {
     try {
       const { applyWorkspaceConfig } = require('./workspace-config') as { applyWorkspaceConfig: (engine: unknown, file: string) => Promise<unknown> };
@@ -202,6 +240,7 @@ async function readStdin(): Promise<string> {
 }
 
 async function client(cmd: string, args: Args): Promise<void> {
+  checkFlags(cmd, args);
   const { Connection } = require('./clients/connection') as typeof import('./clients/connection');
   const conn: ConnectionT = new Connection({ url: flag(args, 'url'), token: flag(args, 'token'), client: 'quayside-cli', connectTimeoutMs: 2000 });
   const asJson = args.flags.json === true;

@@ -117,11 +117,30 @@ describe('reliability: resources and faults', function () {
       assert.ok(isFailure(r), `${what}: it started`);
       assert.equal(r.code, 'data_dir', `${what}: ${r.code} ${r.message}`);
       assert.match(r.message, message, what);
-      assert.equal(r.exitCode, 2);
+      assert.equal(r.exitCode, 1);
       assert.equal(dirDigest(dir), before, `${what}: the directory was changed`);
       // The in-process API says the same, with the StoreOpenError's problem.
       await assert.rejects(startEmulator({ dataDir: dir }), (e: Error & { problem?: string }) => e.name === 'StoreOpenError' && message.test(e.message));
       assert.equal(dirDigest(dir), before);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('quayside start: a usage error (a missing value, an unknown option) exits 64 before anything listens or locks', async () => {
+    for (const [args, what] of [
+      [['--config'], /--config needs a value/],
+      [['--token'], /--token needs a value/],
+      [['--data-dir', 'x'], /unknown option --data-dir for start/],
+      [['--memroy'], /unknown option --memroy/],
+      [['--memory', '--data', 'x'], /exclude each other/],
+    ] as const) {
+      const dir = tempDir();
+      const r = await startChild({ dataDir: dir, args: [...args] });
+      assert.ok(isFailure(r), `${args.join(' ')}: it started`);
+      assert.equal(r.code, 'usage', args.join(' '));
+      assert.match(r.message, what);
+      assert.equal(r.exitCode, 64, args.join(' '));
+      assert.deepEqual(fs.readdirSync(dir), [], `${args.join(' ')}: the data directory was touched`);
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
@@ -134,7 +153,7 @@ describe('reliability: resources and faults', function () {
       assert.ok(isFailure(r), 'a second emulator started on the same data directory');
       assert.equal(r.code, 'data_dir');
       assert.match(r.message, new RegExp(`in use by another Quayside emulator \\(pid ${first.pid}\\)`));
-      assert.equal(r.exitCode, 2);
+      assert.equal(r.exitCode, 1);
       await assert.rejects(startEmulator({ dataDir: dir }), (e: Error & { problem?: string }) => e.name === 'StoreOpenError' && e.problem === 'in_use');
     } finally {
       await kill9(first);
