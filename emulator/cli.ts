@@ -152,6 +152,17 @@ async function start(args: Args): Promise<void> {
     if (NATIVE_FAILURE.test(msg)) fail('native_module', nativeHelp(msg));
     throw e;
   }
+  // The config file is read and checked before the data directory is opened or a port taken.
+  const configFile = configFlag ?? (fs.existsSync('quayside.json') ? 'quayside.json' : undefined);
+  const wc = require('./workspace-config') as typeof import('./workspace-config');
+  let config: unknown;
+  if (configFile) {
+    try {
+      config = wc.readWorkspaceConfig(path.resolve(configFile));
+    } catch (e) {
+      return fail('config', `${configFile}: ${(e as Error).message}`);
+    }
+  }
   let emu: Awaited<ReturnType<typeof mod.startEmulator>>;
   try {
     emu = await mod.startEmulator({
@@ -172,11 +183,9 @@ async function start(args: Args): Promise<void> {
     }
     return fail('start', err.message);
   }
-  const configFile = configFlag ?? (fs.existsSync('quayside.json') ? 'quayside.json' : undefined);
   if (configFile) {
     try {
-      const { applyWorkspaceConfig } = require('./workspace-config') as { applyWorkspaceConfig: (engine: unknown, file: string) => Promise<unknown> };
-      await applyWorkspaceConfig(emu.engine, path.resolve(configFile));
+      await wc.applyWorkspaceConfigObject(emu.engine, config);
     } catch (e) {
       await emu.close();
       return fail('config', `${configFile}: ${(e as Error).message}`);

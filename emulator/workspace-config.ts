@@ -108,6 +108,14 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
  * checked before anything changes; a queue of another dialect under the same name is a conflict.
  */
 export async function applyWorkspaceConfig(engine: Engine, file: string): Promise<AppliedQueue[]> {
+  return applyWorkspaceConfigObject(engine, readWorkspaceConfig(file));
+}
+
+/**
+ * Reads and checks `file` without an engine, so `quayside start` can refuse a bad file before it
+ * opens the data directory. What only the queues can tell (a conflict) is found when applied.
+ */
+export function readWorkspaceConfig(file: string): unknown {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -120,7 +128,8 @@ export async function applyWorkspaceConfig(engine: Engine, file: string): Promis
   } catch (e) {
     throw invalidArg(`${file} is not JSON: ${(e as Error).message}`);
   }
-  return applyWorkspaceConfigObject(engine, parsed);
+  planWorkspaceConfig(parsed);
+  return parsed;
 }
 
 /** The same as applyWorkspaceConfig, for an already-parsed config. */

@@ -161,7 +161,9 @@ export class Connection implements Transport {
       for (const l of this.eventListeners) l(frame);
       return;
     }
-    if (typeof frame.id === 'number') this.freeSlot();
+    // Every answer, even one the server could only give `"id": null` (a frame it could not read),
+    // is for one frame this connection sent: it frees that frame's place.
+    if (typeof frame.id === 'number' || frame.id === null) this.freeSlot();
     const p = typeof frame.id === 'number' ? this.pending.get(frame.id) : undefined;
     if (!p) return;
     this.pending.delete(frame.id as number);

@@ -56,6 +56,8 @@ const TOKEN_ID_KEY = 'token_id_key';
 
 /** Far above any receipt the engine hands out (`r_<id>_<token>`); longer is not a receipt. */
 const MAX_RECEIPT_CHARS = 200;
+/** The longest advance() waits for calls on their way in to arrive (see advance). */
+const ARRIVALS_WAIT_MS = 50;
 
 /** Only what cannot be a receipt at all is refused; any other string is a receipt, maybe a stale one. */
 function checkReceipt(receipt: unknown): void {
@@ -139,8 +141,9 @@ export class Engine {
   /** Set by a host that knows whether anyone subscribed; counting is skipped when no one did. */
   eventsWanted: () => boolean = () => true;
   /**
-   * A count of what has arrived from outside (set by whoever serves the engine): advance() waits
-   * until it stops moving, so a call that is still on its way in is applied before the jump.
+   * A count of what has arrived from clients still getting going (set by whoever serves the engine,
+   * see QuaysideServer): advance() waits until it stops moving, so a call that is still on its way
+   * in is applied before the jump.
    */
   arrivals: () => number = () => 0;
 
@@ -652,6 +655,7 @@ export class Engine {
     return this.op(() => {
       if (!Array.isArray(args.receipts)) throw invalid('receipts must be an array');
       if (args.receipts.length > LIMITS.maxBatchMessages) throw invalid(`at most ${LIMITS.maxBatchMessages} receipts at once`);
+      for (const r of args.receipts) checkReceipt(r);
       const acked = this.ackNow(args.receipts, actor, this.scopeOf(args, actor));
       return { acked, stale: args.receipts.length - acked };
     });
@@ -1089,9 +1093,11 @@ export class Engine {
       // Let requests already on their way in (a recv sent just before this call, from a client in
       // the same process) reach the engine first, so their waits count from before the jump. A
       // handle's first call is several round trips (connect, hello, queue setup), so wait until
-      // nothing new has arrived for three turns in a row; bounded, for a client that never pauses.
+      // nothing new has arrived for three turns in a row; at most 50 ms, for a client that keeps
+      // connecting.
       let seen = this.arrivals();
-      for (let quiet = 0, i = 0; quiet < 3 && i < 200; i++) {
+      const until = Date.now() + ARRIVALS_WAIT_MS;
+      for (let quiet = 0; quiet < 3 && (quiet > 0 || Date.now() < until); ) {
         await new Promise((r) => setTimeout(r, 1));
         await this.settle();
         const now = this.arrivals();

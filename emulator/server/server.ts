@@ -30,8 +30,13 @@ const WINDOW = 32;
 const CATCH_UP = 1024 * 1024;
 const HIGH_WATER = 8 * 1024 * 1024;
 const WAITING_BYTES = 8 * 1024 * 1024;
-/** How long close() waits for clients to answer its close frames. */
+/** How long close() waits for running requests to be answered and clients to answer its close frames. */
 const CLOSE_WAIT_MS = 500;
+/**
+ * A connection's first frames (hello, a handle's queue setup, its first call) count as arrivals;
+ * later ones do not, so a worker that never pauses does not hold up every clock.advance.
+ */
+const OPENING_FRAMES = 8;
 
 interface Flow {
   /** Decoded frames that arrived over the window, in order, and the size of their text. */
@@ -40,6 +45,8 @@ interface Flow {
   /** Requests of this connection being worked on now (long-polls and cancels not counted). */
   running: number;
   awaitingDrain: boolean;
+  /** Frames received so far: the first few of a connection count as arrivals (see `arrivals`). */
+  frames: number;
 }
 
 /** How many of a connection's requests may run at once, given what it has not read yet. */
@@ -67,8 +74,13 @@ export class QuaysideServer {
   private readonly engine: Engine;
   private readonly host: string;
   private port: number;
-  /** Counts what arrives (connections, upgrades, frames, HTTP requests): a virtual clock's advance waits for it to settle. */
+  /**
+   * Counts what arrives from a client that is still getting going (connections, upgrades, a
+   * connection's first frames, HTTP requests): a virtual clock's advance waits for it to settle.
+   */
   private arrivals = 0;
+  /** HTTP requests being answered now; close() lets them finish. */
+  private httpRunning = 0;
   /** Set by close(): frames that arrive after it are not run, since their answers could not be sent. */
   private closing = false;
 
@@ -78,7 +90,9 @@ export class QuaysideServer {
     this.port = opts.port;
     this.http = http.createServer((req, res) => {
       this.arrivals++;
-      void this.onHttp(req, res);
+      if (this.closing) return json(res, 503, { error: { code: 'unavailable', message: 'the emulator is stopping' } });
+      this.httpRunning++;
+      void this.onHttp(req, res).finally(() => this.httpRunning--);
     });
     this.http.on('connection', () => this.arrivals++);
     this.http.keepAliveTimeout = 5000;
@@ -127,7 +141,7 @@ export class QuaysideServer {
 
   private onConnection(ws: WebSocket): void {
     const session = new Session((e) => this.send(ws, e, false));
-    const flow: Flow = { waiting: [], waitingBytes: 0, running: 0, awaitingDrain: false };
+    const flow: Flow = { waiting: [], waitingBytes: 0, running: 0, awaitingDrain: false, frames: 0 };
     this.sessions.set(ws, session);
     this.flows.set(ws, flow);
     ws.on('message', (data, isBinary) => this.onFrame(ws, session, flow, data, isBinary));
@@ -143,7 +157,7 @@ export class QuaysideServer {
   private readonly flows = new Map<WebSocket, Flow>();
 
   private onFrame(ws: WebSocket, s: Session, flow: Flow, data: RawData, isBinary: boolean): void {
-    this.arrivals++;
+    if (++flow.frames <= OPENING_FRAMES) this.arrivals++;
     if (this.closing) return;
     const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer).byteLength;
     if (size > LIMITS.maxFrameBytes) {
@@ -277,16 +291,28 @@ export class QuaysideServer {
   async close(): Promise<void> {
     this.closing = true;
     this.offChange();
-    // A close frame, not a bare TCP reset: a client in this process then knows before close()
+    const deadline = Date.now() + CLOSE_WAIT_MS;
+    // Requests already running finish and are answered first (held pulls end at once, empty);
+    // frames that were waiting their turn are dropped unrun, as are any that arrive from now on.
+    for (const [ws, s] of this.sessions) {
+      endSession(this.engine, s);
+      const flow = this.flows.get(ws);
+      if (flow) {
+        flow.waiting.length = 0;
+        flow.waitingBytes = 0;
+      }
+    }
+    const busy = () => this.httpRunning > 0 || [...this.sessions.values()].some((s) => s.inFlight > 0);
+    while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    // Then a close frame, not a bare TCP reset: a client in this process knows before close()
     // resolves that its socket is going, so its next call dials the next emulator instead of
     // writing to this one. Clients that do not answer within the bound are cut off.
     const gone: Promise<void>[] = [];
-    for (const [ws, s] of this.sessions) {
-      endSession(this.engine, s);
+    for (const ws of this.sessions.keys()) {
       gone.push(new Promise<void>((r) => ws.once('close', () => r())));
       ws.close(1001, 'the emulator is stopping');
     }
-    await Promise.race([Promise.all(gone), new Promise<void>((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
+    await Promise.race([Promise.all(gone), new Promise<void>((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref())]);
     for (const ws of this.sessions.keys()) ws.terminate();
     this.sessions.clear();
     this.wss.close();

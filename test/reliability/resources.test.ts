@@ -145,6 +145,22 @@ describe('reliability: resources and faults', function () {
     }
   });
 
+  it('quayside start: a config file that is missing or wrong is refused (config, exit 1) before the data directory is opened', async () => {
+    const dir = tempDir();
+    const bad = path.join(dir, 'bad.json');
+    fs.writeFileSync(bad, JSON.stringify({ cache: [{ namespace: 'app', name: 'emails', visibilitySeconds: -1 }] }));
+    const data = path.join(dir, 'data');
+    fs.mkdirSync(data);
+    for (const file of [path.join(dir, 'missing.json'), bad]) {
+      const r = await startChild({ dataDir: data, args: ['--config', file] });
+      assert.ok(isFailure(r), `${file}: it started`);
+      assert.equal(r.code, 'config');
+      assert.equal(r.exitCode, 1);
+      assert.deepEqual(fs.readdirSync(data), [], `${file}: the data directory was opened`);
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   it('a second emulator on a data directory in use is refused (data_dir), and a lock left by kill -9 is taken over', async () => {
     const dir = tempDir();
     const first = await startOk({ dataDir: dir });

@@ -241,3 +241,47 @@ describe('startEmulator', () => {
     await emu.close();
   });
 });
+
+describe('stopping the emulator', () => {
+  it('a request running when close() starts is answered before the close frame; frames after it are not run', async () => {
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-close-'));
+    try {
+      const emu = await startEmulator({ dataDir: dir });
+      const c = await raw(emu.url);
+      c.send({ id: 1, op: 'hello', args: { version: 1, token: emu.token } });
+      await c.reply(1);
+      c.send({ id: 2, op: 'queue.create', args: { namespace: 'n', queue: 'q', dialect: 'cache' } });
+      await c.reply(2);
+      // The first push to reach the engine starts the close, as a Ctrl-C in the middle of work would.
+      const engine = emu.engine as unknown as { push: (...a: unknown[]) => Promise<unknown> };
+      const push = engine.push.bind(engine);
+      let run = 0;
+      let closing: Promise<void> | null = null;
+      engine.push = (...a: unknown[]) => {
+        run++;
+        const p = push(...a);
+        closing ??= emu.close();
+        return p;
+      };
+      const closed = new Promise<number>((r) => c.ws.once('close', (code) => r(code)));
+      for (let i = 0; i < 5; i++) c.send({ id: 10 + i, op: 'push', args: { namespace: 'n', queue: 'q', body: i } });
+      assert.equal(await closed, 1001);
+      await closing;
+      const answered = c.frames.filter((f) => 'id' in f && typeof f.id === 'number' && f.id >= 10 && f.ok);
+      assert.ok(run >= 1);
+      assert.equal(answered.length, run, 'every push that ran was answered');
+      const again = await startEmulator({ dataDir: dir });
+      try {
+        const { counts } = await again.engine.getQueue({ namespace: 'n', queue: 'q' });
+        assert.equal(counts.ready, run, 'what was answered is there, and nothing more');
+      } finally {
+        await again.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
