@@ -1,6 +1,6 @@
 // The extension's settings, read fresh on every start.
-import * as path from 'path';
 import * as vscode from 'vscode';
+import { resolveDataDir } from './core/dataDir';
 import type { EmulatorConfig } from './core/service';
 
 export const SECTION = 'quayside';
@@ -9,14 +9,13 @@ export function workspaceFolders(): string[] {
   return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
 }
 
-export function readConfig(extensionPath: string): EmulatorConfig {
+/** `globalStoragePath`: the extension's global storage (context.globalStorageUri), for data with no folder open. */
+export function readConfig(extensionPath: string, globalStoragePath: string): EmulatorConfig {
   const c = vscode.workspace.getConfiguration(SECTION);
   const folders = workspaceFolders();
   const base = folders[0];
-  let dataDir = (c.get<string>('dataDir') ?? '').trim();
+  const dataDir = resolveDataDir(c.get<string>('dataDir') ?? '', base, globalStoragePath);
   const memory = c.get<boolean>('inMemory') ?? false;
-  if (!dataDir) dataDir = base ? path.join(base, '.quayside') : path.join(extensionPath, '.quayside');
-  else if (!path.isAbsolute(dataDir)) dataDir = path.resolve(base ?? extensionPath, dataDir);
   const clock = c.get<string>('clock') === 'virtual' ? 'virtual' : 'system';
   const port = c.get<number>('port');
   return {

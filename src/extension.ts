@@ -5,7 +5,8 @@ import { readConfig } from './config';
 import type { Snapshot } from './core/lifecycle';
 import { EmulatorService } from './core/service';
 import { registerMessageDocuments } from './messageDocs';
-import { openQueuePanel, registerQueuePanelSerializer } from './panel';
+import { disposeQueuePanels, openQueuePanel, registerQueuePanelSerializer, setQueuePanelsConnection } from './panel';
+import { connectionNotice } from './panel/handler';
 import { StatusBar } from './statusBar';
 import { QueueTreeProvider, VIEW_ID } from './tree/provider';
 import type { TreeNode } from './tree/model';
@@ -24,7 +25,7 @@ let service: EmulatorService | undefined;
 export function activate(context: vscode.ExtensionContext): QuaysideApi {
   const log = vscode.window.createOutputChannel('Quayside', { log: true });
   const svc = new EmulatorService({
-    getConfig: () => readConfig(context.extensionPath),
+    getConfig: () => readConfig(context.extensionPath, context.globalStorageUri.fsPath),
     log: (line) => log.info(line),
   });
   service = svc;
@@ -38,18 +39,18 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
     status.update(s);
     void vscode.commands.executeCommand('setContext', 'quayside.state', s.state);
     void vscode.commands.executeCommand('setContext', 'quayside.virtualClock', s.state === 'running' && s.endpoint?.clock === 'virtual');
+    // The view title's Stop button also cancels a pending restart.
+    void vscode.commands.executeCommand('setContext', 'quayside.restartPending', s.state === 'crashed' && s.restartAt !== undefined);
     view.message = s.state === 'crashed' ? `The emulator crashed${s.restartAt ? '; restarting…' : ''}` : undefined;
     if (s.state === 'running' && !tree.model.hasTransport) tree.setRunning(true);
     else if (s.state !== 'running' && tree.model.hasTransport) tree.setRunning(false);
-    if (s.state === 'crashed' && !s.restartAt && s.error) {
-      void vscode.window.showErrorMessage(`Quayside: ${s.error.message}`, 'Start Emulator', 'Show Log').then((p) => {
-        if (p === 'Start Emulator') void vscode.commands.executeCommand('quayside.start');
-        if (p === 'Show Log') log.show();
-      });
-    }
+    const notice = connectionNotice(s);
+    setQueuePanelsConnection(notice.up, notice.message);
+    // (A crash that is not restarted is reported by the commands, with the fixes for its cause.)
   };
   const offState = svc.lifecycle.onDidChange(onState);
   onState(svc.snapshot());
+  const messageDocs = registerMessageDocuments(svc.transport);
 
   context.subscriptions.push(
     log,
@@ -57,14 +58,20 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
     tree,
     status,
     { dispose: offState },
-    registerMessageDocuments(svc.transport),
+    messageDocs.disposable,
     registerQueuePanelSerializer(context, () => svc.transport),
+    { dispose: disposeQueuePanels },
     ...registerCommands({
       context,
       service: svc,
       tree,
       log,
-      openQueuePanel: (ref) => openQueuePanel(context, svc.transport, ref),
+      messageDocs: messageDocs.docs,
+      openQueuePanel: (ref, opts) => openQueuePanel(context, svc.transport, ref, opts),
+    }),
+    // A port picked for one start (Use a Free Port) holds until the settings change.
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('quayside')) svc.settingsChanged();
     }),
     { dispose: () => void svc.dispose() },
   );

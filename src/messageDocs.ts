@@ -1,7 +1,7 @@
 // Read-only documents showing one message (peeked with message.get, never leased):
 // quayside-message:/<namespace>/<queue>/<id>.json
 import * as vscode from 'vscode';
-import type { QueueRef } from '../emulator/protocol';
+import type { QueueRef, ServerEvent } from '../emulator/protocol';
 import type { Transport } from '../emulator/clients/transport';
 
 export const MESSAGE_SCHEME = 'quayside-message';
@@ -16,18 +16,56 @@ export function parseMessageUri(uri: vscode.Uri): (QueueRef & { id: string }) | 
   return { namespace: decodeURIComponent(parts[0]), queue: decodeURIComponent(parts[1]), id: decodeURIComponent(parts[2].replace(/\.json$/, '')) };
 }
 
-export function registerMessageDocuments(transport: Transport): vscode.Disposable {
-  const provider: vscode.TextDocumentContentProvider = {
-    async provideTextDocumentContent(uri) {
-      const r = parseMessageUri(uri);
-      if (!r) return '// not a Quayside message address';
-      try {
-        const m = await transport.request('message.get', r);
-        return JSON.stringify(m, null, 2) + '\n';
-      } catch (e) {
-        return `// ${(e as Error).message}\n`;
+/** Does this change event concern the message shown at `r`? (Events without ids, e.g. a purge, may.) */
+export function eventTouches(ev: ServerEvent, r: QueueRef & { id: string }): boolean {
+  if (ev.event !== 'change' || ev.namespace !== r.namespace || ev.queue !== r.queue) return false;
+  return ev.kind === 'queue_deleted' || !ev.ids || ev.ids.length === 0 || ev.ids.includes(r.id);
+}
+
+/**
+ * The message documents' provider. VS Code caches a virtual document's text, so it is told to read
+ * again (`onDidChange`) when a message is shown again and when a change event names an open one.
+ * Events come from the subscriptions others hold on the shared transport (the tree subscribes to all).
+ */
+export class MessageDocuments implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
+  private readonly offEvent: () => void;
+
+  constructor(private readonly transport: Transport) {
+    this.offEvent = transport.onEvent((ev) => {
+      for (const doc of vscode.workspace.textDocuments) {
+        if (doc.uri.scheme !== MESSAGE_SCHEME || doc.isClosed) continue;
+        const r = parseMessageUri(doc.uri);
+        if (r && eventTouches(ev, r)) this.changed.fire(doc.uri);
       }
-    },
-  };
-  return vscode.workspace.registerTextDocumentContentProvider(MESSAGE_SCHEME, provider);
+    });
+  }
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const r = parseMessageUri(uri);
+    if (!r) return '// not a Quayside message address';
+    try {
+      const m = await this.transport.request('message.get', r);
+      return JSON.stringify(m, null, 2) + '\n';
+    } catch (e) {
+      return `// ${(e as Error).message}\n`;
+    }
+  }
+
+  /** Read the message again the next time (or now, if open) its document is shown. */
+  refresh(uri: vscode.Uri): void {
+    this.changed.fire(uri);
+  }
+
+  dispose(): void {
+    this.offEvent();
+    this.changed.dispose();
+  }
+}
+
+export function registerMessageDocuments(transport: Transport): { docs: MessageDocuments; disposable: vscode.Disposable } {
+  const docs = new MessageDocuments(transport);
+  const registration = vscode.workspace.registerTextDocumentContentProvider(MESSAGE_SCHEME, docs);
+  return { docs, disposable: vscode.Disposable.from(registration, docs) };
 }

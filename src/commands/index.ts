@@ -3,7 +3,7 @@
 // (that is how the tests and other extensions call them) and returns its result.
 import * as vscode from 'vscode';
 import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
-import { DIALECTS, isProgrammatic, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../core/args';
+import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, parseAttributes, parseJsonBody, refFromArg, validateName } from '../core/args';
 import { formatDuration, parseDuration } from '../core/duration';
 import type { Snapshot } from '../core/lifecycle';
 import type { EmulatorService } from '../core/service';
@@ -11,14 +11,17 @@ import { explainFailure, type FixAction } from '../core/explain';
 import { folderLabel, type TreeNode } from '../tree/model';
 import type { QueueTreeProvider } from '../tree/provider';
 import { confirm, pickQueue, qname, withProgress } from './ui';
-import { messageUri } from '../messageDocs';
+import { messageUri, type MessageDocuments } from '../messageDocs';
+import { checkDedupeKey } from '../panel/validate';
+import { isPanelTab, type PanelTab } from '../panel/messages';
 
 export interface CommandContext {
   context: vscode.ExtensionContext;
   service: EmulatorService;
   tree: QueueTreeProvider;
   log: vscode.LogOutputChannel;
-  openQueuePanel: (ref: QueueRef) => void;
+  messageDocs: MessageDocuments;
+  openQueuePanel: (ref: QueueRef, opts?: { tab?: PanelTab }) => void;
 }
 
 type Handler = (arg?: unknown, selected?: unknown) => Promise<unknown>;
@@ -73,13 +76,16 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     retry: 'Retry',
   };
 
-  const reportFailure = (err: { code: string; message: string; detail?: string }) => {
+  /** An error toast with the fixes explainFailure offers; `crashed`: it ran, crashed and was not restarted. */
+  const reportFailure = (err: { code: string; message: string; detail?: string }, crashed = false) => {
     const last = service.lastLaunch;
     const ex = explainFailure(err, { source: last?.source, nodePath: last?.nodePath, port: last?.port, url: last?.url });
-    log.error(ex.message);
+    // The explanation of a failed restart is about starting; say first that it had crashed.
+    const text = crashed && err.code !== 'crashed' ? `The emulator crashed and restarting it failed. ${ex.message}` : ex.message;
+    log.error(text);
     if (err.detail) log.error(err.detail);
     // Not awaited: a command must not hang on a toast nobody clicks.
-    void vscode.window.showErrorMessage(`Quayside: ${ex.message}`, ...ex.actions.map((a) => FIX_LABEL[a])).then((picked) => {
+    void vscode.window.showErrorMessage(`Quayside: ${text}`, ...ex.actions.map((a) => FIX_LABEL[a])).then((picked) => {
       const action = ex.actions.find((a) => FIX_LABEL[a] === picked);
       if (action) void doFix(action);
     });
@@ -90,6 +96,11 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     if (snap.state !== 'running' && snap.error) reportFailure(snap.error);
     return snap;
   };
+
+  // A crash that will not be restarted ends visibly, with the fixes for its cause.
+  const offCrash = service.lifecycle.onDidChange((s) => {
+    if (s.state === 'crashed' && s.restartAt === undefined && s.error) reportFailure(s.error, true);
+  });
 
   // ---- commands ------------------------------------------------------------------------------
 
@@ -186,6 +197,11 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         body = r.value;
       }
       const input = pushInput(a, body);
+      if (!isProgrammatic(arg)) {
+        const options = await askPushOptions(ref);
+        if (!options) return;
+        Object.assign(input, options);
+      }
       const res = await t.request('push', { ...ref, ...input });
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(res.deduped ? `Quayside: deduplicated — the key already belongs to ${res.id}.` : `Quayside: pushed ${res.id} to ${qname(ref)}.`);
       return res;
@@ -193,23 +209,30 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
 
     'quayside.pushMessageFromEditor': async (arg) => {
       if (!(await ensureRunning())) return;
-      const editor = vscode.window.activeTextEditor;
+      // Editor menus pass the document's Uri (an interactive call); the palette passes nothing.
+      const uri = isUriLike(arg) ? (arg as vscode.Uri) : undefined;
       const text = (arg as { text?: unknown } | undefined)?.text;
-      const source = typeof text === 'string' ? text : editor?.document.getText(editor.selection.isEmpty ? undefined : editor.selection);
+      const active = vscode.window.activeTextEditor;
+      const editor = uri ? (active?.document.uri.toString() === uri.toString() ? active : undefined) : active;
+      const selection = editor && !editor.selection.isEmpty ? editor.selection : undefined;
+      let source: string | undefined;
+      if (typeof text === 'string') source = text;
+      else if (editor) source = editor.document.getText(selection);
+      else if (uri) source = (await vscode.workspace.openTextDocument(uri)).getText();
       if (source === undefined) {
         void vscode.window.showErrorMessage('Quayside: open a JSON document first; its content is the message body.');
         return;
       }
       const parsed = parseJsonBody(source);
       if (!parsed.ok) {
-        const msg = `Quayside: the ${editor && !editor.selection.isEmpty ? 'selection' : 'document'} is not a valid JSON body. ${parsed.error}`;
+        const msg = `Quayside: the ${selection ? 'selection' : 'document'} is not a valid JSON body. ${parsed.error}`;
         if (isProgrammatic(arg)) throw new Error(msg);
         void vscode.window.showErrorMessage(msg);
         return;
       }
-      const ref = await pickQueue(t, arg, 'Push Message from Active Editor');
+      const ref = await pickQueue(t, uri ? undefined : arg, 'Push Message from Active Editor');
       if (!ref) return;
-      const res = await t.request('push', { ...ref, ...pushInput((arg ?? {}) as Partial<PushInput>, parsed.value) });
+      const res = await t.request('push', { ...ref, ...pushInput((isProgrammatic(arg) ? arg : {}) as Partial<PushInput>, parsed.value) });
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: pushed ${res.id} to ${qname(ref)}.`);
       return res;
     },
@@ -218,8 +241,10 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (!(await ensureRunning())) return;
       const ref = await pickQueue(t, arg, 'Peek Messages');
       if (!ref) return;
-      const dead = (arg as TreeNode | undefined)?.kind === 'folder' ? (arg as { folder: string }).folder === 'dead' : false;
-      const r = await t.request('peek', { ...ref, states: dead ? ['dead'] : ['ready', 'delayed', 'leased', 'dead'], limit: 100 });
+      // From a folder, just that folder's messages; from a queue (or the palette), all of them.
+      const folder = (arg as TreeNode | undefined)?.kind === 'folder' ? (arg as { folder: string }).folder : undefined;
+      const states: MessageView['state'][] = folder === 'dead' ? ['dead'] : folder === 'messages' ? ['ready', 'delayed', 'leased'] : ['ready', 'delayed', 'leased', 'dead'];
+      const r = await t.request('peek', { ...ref, states, limit: 100 });
       if (isProgrammatic(arg)) return r;
       if (r.messages.length === 0) {
         void vscode.window.showInformationMessage(`Quayside: ${qname(ref)} holds no messages.`);
@@ -233,22 +258,22 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       return r;
     },
 
-    'quayside.openQueue': async (arg) => {
-      const ref = await (service.state === 'running' ? pickQueue(t, arg, 'Open Queue') : Promise.resolve(refFromArg(arg)));
-      if (!ref) {
-        if (service.state !== 'running') await ensureRunning();
-        return;
-      }
-      c.openQueuePanel(ref);
-      return ref;
-    },
+    'quayside.openQueue': async (arg) => openQueue(arg, 'Open Queue'),
+    'quayside.showAuditLog': async (arg) => openQueue(arg, 'Show Audit Log', 'audit'),
+    'quayside.showMetrics': async (arg) => openQueue(arg, 'Show Depth and Lag Chart', 'metrics'),
 
     'quayside.replayDeadLetters': async (arg, selected) => {
       if (!(await ensureRunning())) return;
-      const ids = messageIdsFromArgs(arg, selected);
+      let ids = messageIdsFromArgs(arg, selected);
+      if (ids?.length === 0) return nothingSelected(arg, { replayed: 0 });
       const ref = await pickQueue(t, arg, 'Replay Dead Letters', (q) => q.counts.dead > 0);
       if (!ref) return;
       const area = folderLabel((await t.request('queue.get', ref)).dialect, 'dead').toLowerCase();
+      if (!arg) {
+        const picked = await pickDeadLetters(ref, area, 'Replay');
+        if (!picked) return;
+        if (picked !== 'all') ids = picked;
+      }
       if (ids) {
         const r = await t.request('dead.replay', { ...ref, ids });
         if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: replayed ${r.replayed} of ${ids.length} from ${qname(ref)}.`);
@@ -276,10 +301,16 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
 
     'quayside.purgeDeadLetters': async (arg, selected) => {
       if (!(await ensureRunning())) return;
-      const ids = messageIdsFromArgs(arg, selected);
+      let ids = messageIdsFromArgs(arg, selected);
+      if (ids?.length === 0) return nothingSelected(arg, { purged: 0 });
       const ref = await pickQueue(t, arg, 'Purge Dead Letters', (q) => q.counts.dead > 0);
       if (!ref) return;
       const area = folderLabel((await t.request('queue.get', ref)).dialect, 'dead').toLowerCase();
+      if (!arg) {
+        const picked = await pickDeadLetters(ref, area, 'Purge');
+        if (!picked) return;
+        if (picked !== 'all') ids = picked;
+      }
       const what = ids ? `${ids.length} selected ${ids.length === 1 ? 'message' : 'messages'}` : `all ${area}`;
       if (!skipConfirm(arg) && !(await confirm(`Discard ${what} of ${qname(ref)}?`, 'Discarded messages are deleted for good.', ids ? 'Discard' : 'Purge'))) return;
       const r = await withProgress(`Purging ${area} of ${qname(ref)}`, () => t.request('dead.purge', { ...ref, ...(ids ? { ids } : {}) }));
@@ -355,13 +386,89 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
   };
 
   async function showMessage(r: QueueRef & { id: string }): Promise<vscode.TextDocument> {
-    const doc = await vscode.workspace.openTextDocument(messageUri(r));
-    await vscode.languages.setTextDocumentLanguage(doc, 'json');
+    const uri = messageUri(r);
+    // Shown again: VS Code would show its cached text; have it read the message afresh.
+    c.messageDocs.refresh(uri);
+    // Setting the language reopens the document: keep the one it gives back.
+    const doc = await vscode.languages.setTextDocumentLanguage(await vscode.workspace.openTextDocument(uri), 'json');
     await vscode.window.showTextDocument(doc, { preview: true });
     return doc;
   }
 
-  return Object.entries(handlers).map(([id, fn]) =>
+  async function openQueue(arg: unknown, title: string, tab?: PanelTab): Promise<QueueRef | undefined> {
+    const ref = await (service.state === 'running' ? pickQueue(t, arg, title) : Promise.resolve(refFromArg(arg)));
+    if (!ref) {
+      if (service.state !== 'running') await ensureRunning();
+      return;
+    }
+    const asked = (arg as { tab?: unknown } | undefined)?.tab;
+    c.openQueuePanel(ref, { tab: tab ?? (isProgrammatic(arg) && isPanelTab(asked) ? asked : undefined) });
+    return ref;
+  }
+
+  /** The tree's clicked node was a live message: nothing to replay or discard. */
+  function nothingSelected<T>(arg: unknown, result: T): T {
+    if (!isProgrammatic(arg)) void vscode.window.showInformationMessage('Quayside: only dead letters can be replayed or discarded.');
+    return result;
+  }
+
+  /** The palette's choice of dead letters: 'all', some ids, or undefined (cancelled). */
+  async function pickDeadLetters(ref: QueueRef, area: string, verb: 'Replay' | 'Purge'): Promise<'all' | string[] | undefined> {
+    const page = await t.request('dead.list', { ...ref, limit: 200 });
+    if (page.total === 0) return 'all'; // the "all" path says there are none
+    const ALL = { label: `$(check-all) All ${page.total} ${area}`, description: 'every one, not only those listed', all: true as const };
+    const items = page.messages.map((m) => ({ label: preview(m.body), description: `${m.deadReason ?? 'dead'} · ${m.attempts} attempts`, detail: m.lastError ? `${m.id} · ${m.lastError}` : m.id, id: m.id }));
+    const picked = await vscode.window.showQuickPick<vscode.QuickPickItem & { all?: true; id?: string }>([ALL, ...items], {
+      title: `${verb} ${area} of ${qname(ref)}${page.next ? ` (${page.messages.length} of ${page.total} listed)` : ''}`,
+      placeHolder: `Tick the ones to ${verb.toLowerCase()}, or "All"`,
+      canPickMany: true,
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
+    if (!picked || picked.length === 0) return undefined;
+    if (picked.some((p) => p.all)) return 'all';
+    return picked.map((p) => p.id!).filter(Boolean);
+  }
+
+  /** Push Message's optional second step: "Push" as is, or a delay, a dedupe key and attributes. */
+  async function askPushOptions(ref: QueueRef): Promise<Partial<PushInput> | undefined> {
+    const title = `Push Message to ${qname(ref)}`;
+    const how = await vscode.window.showQuickPick(
+      [
+        { label: 'Push', description: 'now, as it is' },
+        { label: 'Push with options…', description: 'a delay, a dedupe key, attributes' },
+      ],
+      { title },
+    );
+    if (!how) return undefined;
+    if (how.label === 'Push') return {};
+    const delay = await vscode.window.showInputBox({
+      title: `${title}: delay`,
+      prompt: 'Deliver after this long (e.g. 30s, 5m, 1h); empty for now',
+      validateInput: (s) => (!s.trim() || parseDuration(s) !== undefined ? undefined : 'A duration such as 30s, 5m, 1h or 1500 (ms); empty for none'),
+    });
+    if (delay === undefined) return undefined;
+    const key = await vscode.window.showInputBox({ title: `${title}: dedupe key`, prompt: 'A dedupe key; empty for none', validateInput: (s) => checkDedupeKey(s.trim()) });
+    if (key === undefined) return undefined;
+    const attrs = await vscode.window.showInputBox({
+      title: `${title}: attributes`,
+      prompt: 'Attributes as a JSON object of strings, e.g. {"source": "vscode"}; empty for none',
+      validateInput: (s) => {
+        const r = parseAttributes(s);
+        return r.ok ? undefined : r.error;
+      },
+    });
+    if (attrs === undefined) return undefined;
+    const options: Partial<PushInput> = {};
+    const delayMs = delay.trim() ? parseDuration(delay) : undefined;
+    if (delayMs) options.delayMs = delayMs;
+    if (key.trim()) options.dedupeKey = key.trim();
+    const a = parseAttributes(attrs);
+    if (a.ok && a.value) options.attributes = a.value;
+    return options;
+  }
+
+  const registered = Object.entries(handlers).map(([id, fn]) =>
     vscode.commands.registerCommand(id, async (arg?: unknown, selected?: unknown) => {
       try {
         return await fn(arg, selected);
@@ -379,6 +486,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       }
     }),
   );
+  return [...registered, { dispose: offCrash }];
 }
 
 function skipConfirm(arg: unknown): boolean {

@@ -12,9 +12,15 @@ export function isTreeNode(a: unknown): boolean {
   return !!a && typeof a === 'object' && typeof (a as Refish).kind === 'string' && typeof (a as { id?: unknown }).id === 'string';
 }
 
-/** A plain object argument (not a tree node, not nothing): a caller that wants results, not prompts. */
+/** A `vscode.Uri` (what editor menus pass), told apart without importing VS Code. */
+export function isUriLike(a: unknown): boolean {
+  const u = a as { scheme?: unknown; path?: unknown; with?: unknown } | null;
+  return !!u && typeof u === 'object' && typeof u.scheme === 'string' && typeof u.path === 'string' && typeof u.with === 'function';
+}
+
+/** A plain object argument (not a tree node, not an editor's Uri, not nothing): a caller that wants results, not prompts. */
 export function isProgrammatic(a: unknown): boolean {
-  return !!a && typeof a === 'object' && !Array.isArray(a) && !isTreeNode(a);
+  return !!a && typeof a === 'object' && !Array.isArray(a) && !isTreeNode(a) && !isUriLike(a);
 }
 
 /** The queue a node or an argument names, if it names one. */
@@ -25,18 +31,31 @@ export function refFromArg(a: unknown): QueueRef | undefined {
   return undefined;
 }
 
-/** The message ids a command acts on: the selection (when it holds the clicked node), the node, or `ids`. */
+interface MessageNodeish {
+  kind?: unknown;
+  folder?: unknown;
+  namespace?: unknown;
+  queue?: unknown;
+  messageId?: unknown;
+}
+
+const isMessageNode = (n: unknown): n is MessageNodeish & { messageId: string } =>
+  !!n && typeof n === 'object' && (n as MessageNodeish).kind === 'message' && typeof (n as MessageNodeish).messageId === 'string';
+
+/**
+ * The dead letters a replay / discard acts on: for a clicked dead-message node, the selected dead
+ * messages of the same queue (when the selection holds the clicked node) or just that one; `[]` for
+ * a live message node (nothing to act on); else the argument's `ids`.
+ */
 export function messageIdsFromArgs(arg: unknown, selected: unknown): string[] | undefined {
-  const pick = (n: unknown): string | undefined => {
-    const o = n as { kind?: string; messageId?: unknown };
-    return o && o.kind === 'message' && typeof o.messageId === 'string' ? o.messageId : undefined;
-  };
-  if (Array.isArray(selected) && selected.length > 0) {
-    const ids = selected.map(pick).filter((x): x is string => !!x);
-    if (ids.length) return [...new Set(ids)];
+  if (isMessageNode(arg)) {
+    if (arg.folder !== 'dead') return [];
+    // Only dead letters of the clicked node's queue: the command acts on that queue alone.
+    const same = (Array.isArray(selected) ? selected : [])
+      .filter((n): n is MessageNodeish & { messageId: string } => isMessageNode(n) && n.folder === 'dead' && n.namespace === arg.namespace && n.queue === arg.queue)
+      .map((n) => n.messageId);
+    return same.includes(arg.messageId) ? [...new Set(same)] : [arg.messageId];
   }
-  const one = pick(arg);
-  if (one) return [one];
   const ids = (arg as { ids?: unknown } | undefined)?.ids;
   if (Array.isArray(ids) && ids.every((x) => typeof x === 'string')) return ids as string[];
   return undefined;
@@ -61,4 +80,19 @@ export function parseJsonBody(text: string): { ok: true; value: unknown } | { ok
   } catch (e) {
     return { ok: false, error: `Not valid JSON: ${(e as Error).message}` };
   }
+}
+
+/** Attributes typed by a user: a JSON object of strings; empty text is none. */
+export function parseAttributes(text: string): { ok: true; value: Record<string, string> | undefined } | { ok: false; error: string } {
+  if (!text.trim()) return { ok: true, value: undefined };
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, error: `Not valid JSON: ${(e as Error).message}` };
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return { ok: false, error: 'Attributes are a JSON object, e.g. {"source": "vscode"}' };
+  const bad = Object.entries(v).find(([, x]) => typeof x !== 'string');
+  if (bad) return { ok: false, error: `Attribute values are strings; "${bad[0]}" is not` };
+  return { ok: true, value: Object.keys(v).length ? (v as Record<string, string>) : undefined };
 }

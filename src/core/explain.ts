@@ -59,6 +59,8 @@ export function explainFailure(f: { code: string; message: string }, ctx: Failur
       return { message: `${capital(f.message)}. Check "quayside.url", or clear it to let the extension start its own emulator.`, actions: ['openSettings', 'retry'] };
     case 'unauthorized':
       return { message: `${capital(f.message)}. Set "quayside.token" to the emulator's read-write token.`, actions: ['openSettings'] };
+    case 'crashed':
+      return { message: `${capital(f.message)}. The Quayside output has what it printed; fix the cause, then start it again.`, actions: ['retry', 'showLog'] };
     case 'timeout':
       return { message: `${capital(f.message)}. See the Quayside output for what it printed.`, actions: ['showLog', 'retry'] };
     default:

@@ -4,6 +4,9 @@
 //                         |  \--failed--> stopped (error kept)     |
 //                         \--stop--> stopping --> stopped          \--exit--> crashed --back-off--> starting
 //
+// A crash that is not restarted (restarts off, too many in a row, or a restart failing in a way no
+// retry fixes) stays `crashed` with no `restartAt`, its error saying why.
+//
 // What gets started is behind `launch` (a child process, or an attachment to a running emulator),
 // so the machine is unit-tested with fake instances. The status bar, the tree and the log listen
 // to `onDidChange` / `onLog`.
@@ -40,6 +43,8 @@ export class LaunchError extends Error {
 export interface ExitInfo {
   code: number | null;
   signal: string | null;
+  /** Why it ended, when an exit code does not say it (an attached emulator's connection dropped). */
+  reason?: string;
 }
 
 /** One run of the emulator. */
@@ -161,10 +166,14 @@ export class Lifecycle {
 
   /** Start (a no-op while starting or running). Resolves with the outcome: running, or stopped with an error. */
   async start(): Promise<Snapshot> {
-    if (this.disposed) return this.snapshot();
-    if (this._state === 'running') return this.snapshot();
-    if (this._state === 'starting' && this.startPromise) return this.startPromise;
-    if (this._state === 'stopping' && this.stopPromise) await this.stopPromise;
+    // Looped: while we wait for a stop, another caller may have started (or disposed) already.
+    for (;;) {
+      if (this.disposed) return this.snapshot();
+      if (this._state === 'running') return this.snapshot();
+      if (this._state === 'starting' && this.startPromise) return this.startPromise;
+      if (this._state !== 'stopping' || !this.stopPromise) break;
+      await this.stopPromise;
+    }
     this.cancelTimer();
     this.restarts = 0;
     return this.begin(0);
@@ -219,21 +228,19 @@ export class Lifecycle {
     this.set('starting');
     this.log(attempt === 0 ? 'starting the emulator' : `restarting the emulator (attempt ${attempt} of ${this.maxRestarts})`);
     const p = (async (): Promise<Snapshot> => {
-      this.launching = this.launch({ attempt, previous: this.lastEndpoint });
+      const launching = this.launch({ attempt, previous: this.lastEndpoint });
+      this.launching = launching;
       let inst: Instance | undefined;
       try {
-        inst = await this.launching;
+        inst = await launching;
       } catch (e) {
         if (gen !== this.gen) return this.snapshot();
         return this.failStart(e, attempt);
       } finally {
-        this.launching = undefined;
+        if (this.launching === launching) this.launching = undefined;
       }
       if (!inst) return this.snapshot();
-      if (gen !== this.gen) {
-        // stop() ran while we were launching: it stops this instance itself.
-        return this.snapshot();
-      }
+      if (gen !== this.gen) return this.dropStale(inst);
       this.instance = inst;
       const launched = inst;
       inst.exited.then(
@@ -244,12 +251,12 @@ export class Lifecycle {
       try {
         ep = await inst.ready;
       } catch (e) {
-        if (gen !== this.gen) return this.snapshot();
+        if (gen !== this.gen) return this.dropStale(inst);
         this.instance = undefined;
         await inst.stop().catch(() => undefined);
         return this.failStart(e, attempt);
       }
-      if (gen !== this.gen) return this.snapshot();
+      if (gen !== this.gen) return this.dropStale(inst);
       this.endpoint = ep;
       this.lastEndpoint = ep;
       this.runningSince = this.now();
@@ -264,14 +271,26 @@ export class Lifecycle {
     return p;
   }
 
+  /**
+   * A launch that something newer superseded (a stop, or another start). Whoever did may not know
+   * about this instance, so stop it here; Instance.stop() is idempotent.
+   */
+  private dropStale(inst: Instance): Snapshot {
+    void inst.stop().catch((e) => this.log(`while stopping a superseded launch: ${toFailure(e).message}`));
+    return this.snapshot();
+  }
+
   private failStart(e: unknown, attempt: number): Snapshot {
     this.error = toFailure(e);
     this.log(`the emulator did not start: ${this.error.message}`);
-    if (attempt > 0 && !PERMANENT.has(this.error.code) && !this.disposed) {
+    if (attempt === 0 || this.disposed) {
+      this.set('stopped');
+    } else if (PERMANENT.has(this.error.code)) {
+      // An automatic restart hit a failure no retry fixes: end crashed (visibly), not stopped.
+      this.giveUp('gave up restarting it: a retry cannot fix this');
+    } else {
       // An automatic restart failed: keep backing off.
       this.scheduleRestart();
-    } else {
-      this.set('stopped');
     }
     return this.snapshot();
   }
@@ -285,7 +304,7 @@ export class Lifecycle {
     this.endpoint = undefined;
     this.error = {
       code: 'crashed',
-      message: `the emulator exited unexpectedly (${info.signal ? `signal ${info.signal}` : `exit code ${info.code}`})`,
+      message: info.reason ?? `the emulator exited unexpectedly (${info.signal ? `signal ${info.signal}` : `exit code ${info.code}`})`,
     };
     this.log(this.error.message);
     if (this.disposed) {
@@ -296,14 +315,8 @@ export class Lifecycle {
   }
 
   private scheduleRestart(): void {
-    if (this.restarts >= this.maxRestarts) {
-      this.restartAt = undefined;
-      const why = this.error?.message ?? 'it crashed';
-      this.error = { code: this.error?.code ?? 'crashed', message: `${why}; gave up after ${this.restarts} automatic restarts`, detail: this.error?.detail };
-      this.log(`not restarting again: ${this.restarts} automatic restarts failed`);
-      this.set('crashed');
-      return;
-    }
+    if (this.maxRestarts === 0) return this.giveUp('automatic restarts are off');
+    if (this.restarts >= this.maxRestarts) return this.giveUp(`gave up after ${this.restarts} automatic ${this.restarts === 1 ? 'restart' : 'restarts'}`);
     this.restarts++;
     const delay = this.backoff(this.restarts);
     this.restartAt = this.now() + delay;
@@ -314,6 +327,15 @@ export class Lifecycle {
       if (gen !== this.gen || this._state !== 'crashed') return;
       void this.begin(this.restarts);
     }, delay);
+    this.set('crashed');
+  }
+
+  /** Crashed for good: no restart is pending, and the error says why (the extension shows it with its fixes). */
+  private giveUp(why: string): void {
+    this.restartAt = undefined;
+    const what = this.error?.message ?? 'the emulator crashed';
+    this.error = { code: this.error?.code ?? 'crashed', message: `${what}; ${why}`, detail: this.error?.detail };
+    this.log(`not restarting the emulator: ${why}`);
     this.set('crashed');
   }
 

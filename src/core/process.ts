@@ -1,7 +1,9 @@
 // Running the emulator as a child process under a real `node`, and attaching to one that runs.
 // No VS Code here; the lifecycle drives these as `Instance`s.
 import * as cp from 'child_process';
-import { Connection } from '../../emulator/clients/connection';
+import WebSocket from 'ws';
+import { encodeRequest, resolveUrl } from '../../emulator/clients/transport';
+import { PROTOCOL_VERSION, type OpArgs, type OpResult, type ServerFrame } from '../../emulator/protocol';
 import { LineSplitter, classifyStderr, hostPort, parseCliLine } from './cliOutput';
 import { LaunchError, type Endpoint, type ExitInfo, type Instance } from './lifecycle';
 import { MIN_NODE_MAJOR, nodeMajor, type EmulatorSource } from './locate';
@@ -173,29 +175,82 @@ export function probeNode(nodePath: string, execFile: typeof cp.execFile = cp.ex
   });
 }
 
-/** An emulator someone else runs: ready once it answers hello; stop only disconnects. */
-export function attachEmulator(url: string, token: string | undefined): Instance {
-  const conn = new Connection({ url, token: token || undefined, client: 'vscode-probe', connectTimeoutMs: 3000 });
+export interface AttachOptions {
+  /** How long the WebSocket handshake may take. Default 3 s. */
+  connectTimeoutMs?: number;
+  /** How often to ping it; a ping unanswered by the next one counts as gone. Default 15 s. */
+  heartbeatMs?: number;
+}
+
+/**
+ * An emulator someone else runs: ready once it answers hello; stop only disconnects. The hello
+ * socket stays open (with WebSocket pings) so that `exited` resolves when the emulator goes away,
+ * and the lifecycle treats that as a crash. (The shared Connection reconnects silently and has no
+ * "dropped" notification, hence a plain socket here.)
+ */
+export function attachEmulator(url: string, token: string | undefined, opts: AttachOptions = {}): Instance {
+  const target = resolveUrl(url);
+  const ws = new WebSocket(target, { perMessageDeflate: false, handshakeTimeout: opts.connectTimeoutMs ?? 3000 });
+  let attached = false;
+  let stopping = false;
+  let heartbeat: NodeJS.Timeout | undefined;
   let resolveExit!: (i: ExitInfo) => void;
   const exited = new Promise<ExitInfo>((r) => (resolveExit = r));
-  const ready = conn
-    .open()
-    .then(() => {
-      const { host, port } = hostPort(conn.url);
-      const info = conn.serverInfo;
-      void conn.close();
-      return { url: conn.url, http: conn.url.replace(/^ws/, 'http'), token: token ?? '', host, port, attached: true, source: 'attached', clock: info?.clock } as Endpoint;
-    })
-    .catch((e: { code?: string; message?: string }) => {
-      void conn.close();
-      throw new LaunchError(e.code === 'unauthorized' ? 'unauthorized' : 'attach_failed', `cannot attach to the emulator at ${url}: ${e.message ?? String(e)}`);
+  const ready = new Promise<Endpoint>((resolve, reject) => {
+    const fail = (code: string | undefined, message: string) => {
+      reject(new LaunchError(code === 'unauthorized' ? 'unauthorized' : 'attach_failed', `cannot attach to the emulator at ${url}: ${message}`));
+      ws.terminate();
+    };
+    ws.on('error', (e) => {
+      if (!attached) fail(undefined, e.message);
     });
+    ws.on('open', () => {
+      const args: OpArgs<'hello'> = { version: PROTOCOL_VERSION, client: 'vscode-probe' };
+      if (token) args.token = token;
+      ws.send(encodeRequest(1, 'hello', args));
+    });
+    ws.on('message', (data) => {
+      if (attached) return; // events or late answers: this socket only watches
+      let frame: ServerFrame;
+      try {
+        frame = JSON.parse(String(data)) as ServerFrame;
+      } catch {
+        return;
+      }
+      if ('event' in frame || frame.id !== 1) return;
+      if (!frame.ok) return fail(frame.error.code, frame.error.message);
+      attached = true;
+      const { host, port } = hostPort(target);
+      const info = frame.result as OpResult<'hello'>;
+      resolve({ url: target, http: target.replace(/^ws/, 'http'), token: token ?? '', host, port, attached: true, source: 'attached', clock: info.clock });
+      let answered = true;
+      heartbeat = setInterval(() => {
+        if (!answered) return void ws.terminate(); // half-open: the close handler reports it
+        answered = false;
+        ws.ping();
+      }, opts.heartbeatMs ?? 15_000);
+      heartbeat.unref?.();
+      ws.on('pong', () => (answered = true));
+    });
+    ws.on('close', () => {
+      if (heartbeat) clearInterval(heartbeat);
+      if (!attached) fail(undefined, 'the emulator closed the connection');
+      resolveExit(stopping ? { code: 0, signal: null } : { code: null, signal: null, reason: `lost the connection to the attached emulator at ${target}` });
+    });
+  });
+  ready.catch(() => undefined);
   return {
     ready,
     exited,
     stop: async () => {
-      await conn.close();
-      resolveExit({ code: 0, signal: null });
+      stopping = true;
+      if (ws.readyState !== WebSocket.CLOSED) {
+        ws.close();
+        // A peer that does not answer the close handshake is cut off.
+        const cut = setTimeout(() => ws.terminate(), 500);
+        await exited;
+        clearTimeout(cut);
+      }
     },
   };
 }

@@ -79,10 +79,18 @@ export class EmulatorService {
     return this.lifecycle.snapshot();
   }
 
-  /** Start; `port` overrides the setting for this start and its crash restarts (0 = a free port). */
+  /**
+   * Start; `port` overrides the setting (0 = a free port) for this start, its crash restarts and
+   * later restarts or starts, until another `port` or a change of the settings (`settingsChanged`).
+   */
   start(opts: { port?: number } = {}): Promise<Snapshot> {
-    this.portOverride = opts.port;
+    if (opts.port !== undefined) this.portOverride = opts.port;
     return this.lifecycle.start();
+  }
+
+  /** The settings changed: they win again over a port chosen for one start. */
+  settingsChanged(): void {
+    this.portOverride = undefined;
   }
 
   stop(): Promise<void> {

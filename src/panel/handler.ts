@@ -5,6 +5,7 @@
 
 import type { ChangeEvent, MessageState, MessageView, QueueRef, ServerEvent } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
+import type { Snapshot } from '../core/lifecycle';
 import {
   ALL_STATES,
   MAX_PAGE_SIZE,
@@ -16,6 +17,7 @@ import {
   type PanelErrorCode,
   type PanelOpName,
   type PanelResult,
+  type PanelTab,
 } from './messages';
 import { validatePushForm } from './validate';
 
@@ -49,6 +51,18 @@ export interface PanelHandlerOptions {
   post(message: HostMessage): void;
   /** Change events within this window are sent as one. Default 200 ms. */
   debounceMs?: number;
+}
+
+/** What open panels are told for a lifecycle state: up while running, else down and why. */
+export function connectionNotice(s: Pick<Snapshot, 'state' | 'restartAt'>): { up: boolean; message?: string } {
+  switch (s.state) {
+    case 'running':
+      return { up: true };
+    case 'crashed':
+      return { up: false, message: s.restartAt ? 'the emulator crashed; restarting it…' : 'the emulator crashed' };
+    default:
+      return { up: false, message: `the emulator is ${s.state}` };
+  }
 }
 
 /** Batch sizes for the operations that loop. */
@@ -98,6 +112,8 @@ export class PanelHandler {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private disposed = false;
   private down = false;
+  /** A tab asked for while the webview was not loaded: the next `init` answers with it. */
+  private pendingTab: PanelTab | undefined;
 
   constructor(opts: PanelHandlerOptions) {
     this.ref = { namespace: opts.ref.namespace, queue: opts.ref.queue };
@@ -135,7 +151,9 @@ export class PanelHandler {
             t.request('queue.get', this.ref),
             t.request('clock.now', {}).then((c) => c.now, () => Date.now()),
           ]);
-          return { ref: this.ref, queue, now };
+          const tab = this.pendingTab;
+          this.pendingTab = undefined;
+          return { ref: this.ref, queue, now, ...(tab ? { tab } : {}) };
         }
         case 'peek':
           return this.peek(t, a);
@@ -169,6 +187,24 @@ export class PanelHandler {
     const result = await run();
     if (this.down) this.setUp();
     return result as PanelResult<K>;
+  }
+
+  /**
+   * Show a tab: `loaded` says whether the webview is live to be told now; otherwise the tab goes
+   * with the answer to its next `init` (a new panel, or a hidden one that reloads when revealed).
+   */
+  showTab(tab: PanelTab, loaded: boolean): void {
+    if (this.disposed) return;
+    if (loaded) {
+      this.pendingTab = undefined;
+      this.post({ type: 'event', event: 'show', tab });
+    } else this.pendingTab = tab;
+  }
+
+  /** The emulator stopped or came back (the extension follows the lifecycle): tell the webview. */
+  setConnection(up: boolean, message = 'the emulator is not running'): void {
+    if (up) this.setUp();
+    else this.setDown(message);
   }
 
   dispose(): void {

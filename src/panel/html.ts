@@ -65,7 +65,7 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
 <div class="banner hidden" id="banner" role="alert"><span id="banner-text"></span><button id="banner-retry" class="secondary">Retry</button></div>
 <nav class="tabs" role="tablist">
   <button role="tab" data-tab="messages" id="tab-messages">Messages</button>
-  <button role="tab" data-tab="dead" id="tab-dead">Dead letters <span class="pill" id="dead-pill"></span></button>
+  <button role="tab" data-tab="dead" id="tab-dead"><span id="dead-label">Dead letters</span> <span class="pill" id="dead-pill"></span></button>
   <button role="tab" data-tab="push" id="tab-push">Push</button>
   <button role="tab" data-tab="metrics" id="tab-metrics">Metrics</button>
   <button role="tab" data-tab="audit" id="tab-audit">Audit log</button>

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Transport } from '../../emulator/clients/transport';
 import { PanelHandler, type PanelUi, type SaveTarget } from './handler';
 import { makeNonce, renderPanelHtml } from './html';
-import { QUEUE_PANEL_VIEW_TYPE, isQueueRef, type PanelState, type QueueRef } from './messages';
+import { QUEUE_PANEL_VIEW_TYPE, isQueueRef, type PanelState, type PanelTab, type QueueRef } from './messages';
 
 export { QUEUE_PANEL_VIEW_TYPE } from './messages';
 export type { PanelUi } from './handler';
@@ -15,6 +15,8 @@ export type { PanelUi } from './handler';
 type TransportSource = () => Transport | undefined;
 
 const key = (ref: QueueRef) => `${ref.namespace}\u0000${ref.queue}`;
+/** Queue names repeat across namespaces, so the tab says both. */
+export const panelTitle = (ref: QueueRef) => `${ref.queue} · ${ref.namespace}`;
 
 class QueuePanel {
   private readonly handler: PanelHandler;
@@ -31,7 +33,7 @@ class QueuePanel {
     this.transportSource = transport;
     const media = vscode.Uri.joinPath(context.extensionUri, 'media', 'panel');
     panel.webview.options = { enableScripts: true, enableCommandUris: false, localResourceRoots: [media] };
-    panel.title = `${ref.queue}`;
+    panel.title = panelTitle(ref);
     this.handler = new PanelHandler({
       ref,
       transport: () => this.transportSource(),
@@ -59,6 +61,19 @@ class QueuePanel {
     this.panel.reveal(this.panel.viewColumn ?? vscode.ViewColumn.Active);
   }
 
+  /**
+   * Bring it to the front on `tab`. A visible panel's webview is told now; a hidden one's is gone (not
+   * retained) and, like a new panel's (`loaded` false), gets the tab when it loads.
+   */
+  show(tab: PanelTab, loaded = this.panel.visible) {
+    this.handler.showTab(tab, loaded);
+    this.reveal();
+  }
+
+  setConnection(up: boolean, message?: string) {
+    this.handler.setConnection(up, message);
+  }
+
   dispose() {
     this.handler.dispose();
     for (const d of this.disposables.splice(0)) d.dispose();
@@ -77,28 +92,31 @@ function track(panel: vscode.WebviewPanel, context: vscode.ExtensionContext, ref
   return qp;
 }
 
-/** Open the panel of a queue, or bring its open panel to the front. */
-export function openQueuePanel(context: vscode.ExtensionContext, transport: Transport, ref: { namespace: string; queue: string }): void {
+/** Open the panel of a queue (on `tab`, if given), or bring its open panel to the front. */
+export function openQueuePanel(context: vscode.ExtensionContext, transport: Transport, ref: { namespace: string; queue: string }, opts: { tab?: PanelTab } = {}): void {
   const r = { namespace: ref.namespace, queue: ref.queue };
   const open = panels.get(key(r));
   if (open) {
     open.setTransport(() => transport);
-    open.reveal();
+    if (opts.tab) open.show(opts.tab);
+    else open.reveal();
     return;
   }
-  const panel = vscode.window.createWebviewPanel(QUEUE_PANEL_VIEW_TYPE, r.queue, vscode.ViewColumn.Active, {
+  const panel = vscode.window.createWebviewPanel(QUEUE_PANEL_VIEW_TYPE, panelTitle(r), vscode.ViewColumn.Active, {
     enableScripts: true,
     enableCommandUris: false,
     localResourceRoots: [vscode.Uri.joinPath(context.extensionUri, 'media', 'panel')],
     // The webview keeps its own state (vscode.setState) and reloads its page; no need to keep it alive hidden.
     retainContextWhenHidden: false,
   });
-  track(panel, context, r, () => transport);
+  const qp = track(panel, context, r, () => transport);
+  // Not loaded yet: the tab goes with the answer to its first request.
+  if (opts.tab) qp.show(opts.tab, false);
 }
 
 /**
- * Restore queue panels after a window reload. Needs the activation event
- * `onWebviewPanel:quayside.queuePanel` in package.json (VS Code does not infer it).
+ * Restore queue panels after a window reload. `"activationEvents"` is deliberately `[]`: a saved
+ * panel comes back once the extension activates for its view or a command (docs/extension.md).
  */
 export function registerQueuePanelSerializer(context: vscode.ExtensionContext, getTransport: () => Transport | undefined): vscode.Disposable {
   return vscode.window.registerWebviewPanelSerializer(QUEUE_PANEL_VIEW_TYPE, {
@@ -119,9 +137,17 @@ export function registerQueuePanelSerializer(context: vscode.ExtensionContext, g
   });
 }
 
-/** Close every queue panel (e.g. when the extension deactivates). */
+/** Tell every open panel that the emulator stopped (`up` false, with why) or runs again. */
+export function setQueuePanelsConnection(up: boolean, message?: string): void {
+  for (const p of panels.values()) p.setConnection(up, message);
+}
+
+/**
+ * The extension deactivates: let go of every panel's handler (its subscription and listeners). The
+ * webview panels stay VS Code's, so a window reload still saves and restores them.
+ */
 export function disposeQueuePanels(): void {
-  for (const p of [...panels.values()]) p.panel.dispose();
+  for (const p of [...panels.values()]) p.dispose();
 }
 
 /** The editor side of PanelUi: modal confirmations, a save dialog, notification progress. */

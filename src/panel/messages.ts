@@ -4,6 +4,7 @@
 
 import type {
   AuditEntry,
+  Dialect,
   ErrorCode,
   LagStep,
   MessageState,
@@ -25,6 +26,19 @@ export const MAX_PUSH_COUNT = 10_000;
 
 export type ExportFormat = 'json' | 'ndjson';
 
+/** The panel's tabs; the host can ask for one (Show Audit Log, Show Depth and Lag Chart). */
+export const PANEL_TABS = ['messages', 'dead', 'push', 'metrics', 'audit'] as const;
+export type PanelTab = (typeof PANEL_TABS)[number];
+
+export function isPanelTab(v: unknown): v is PanelTab {
+  return typeof v === 'string' && (PANEL_TABS as readonly string[]).includes(v);
+}
+
+/** What a dialect calls its dead letters (env: "Failed", as the tree says). */
+export function deadAreaLabel(dialect: Dialect | undefined): string {
+  return dialect === 'env' ? 'Failed' : 'Dead letters';
+}
+
 /** The push form as the user typed it: the host validates it again (see validate.ts). */
 export interface PushForm {
   /** The body, as JSON text. */
@@ -41,8 +55,11 @@ export interface PushForm {
 
 /** Every request the webview can make: its arguments and its result. */
 export interface PanelOps {
-  /** The queue, its counts and the emulator's clock (it may be virtual); the first request a webview makes. */
-  init: { args: Record<string, never>; result: { ref: QueueRef; queue: QueueInfo; now: number } };
+  /**
+   * The queue, its counts and the emulator's clock (it may be virtual); the first request a webview
+   * makes. `tab`: a tab the host asked for while the webview was not loaded (shown once).
+   */
+  init: { args: Record<string, never>; result: { ref: QueueRef; queue: QueueInfo; now: number; tab?: PanelTab } };
   /** One page of messages in any state (server-side paging: never loads everything). */
   peek: {
     args: { states: MessageState[]; search?: string; cursor?: string; limit: number };
@@ -99,14 +116,16 @@ export type PanelEvent =
   /** The emulator went away, or came back. */
   | { type: 'event'; event: 'connection'; state: 'up' | 'down'; message?: string }
   /** The queue was deleted. */
-  | { type: 'event'; event: 'deleted' };
+  | { type: 'event'; event: 'deleted' }
+  /** Show this tab (the host opened the panel on it). */
+  | { type: 'event'; event: 'show'; tab: PanelTab };
 
 export type HostMessage = PanelResponse | PanelEvent;
 
 /** What the webview keeps with `vscode.setState` (and the serializer gets back after a reload). */
 export interface PanelState {
   ref: QueueRef;
-  tab?: string;
+  tab?: PanelTab;
   states?: MessageState[];
   search?: string;
   pageSize?: number;

@@ -127,6 +127,11 @@ export function lineColumn(text: string, pos: number): { line: number; column: n
   return { line, column: col };
 }
 
+/** A dedupe key's problem, if it has one (shared with the palette's Push Message). */
+export function checkDedupeKey(key: string): string | undefined {
+  return key.length > 512 ? 'Dedupe key is too long (512 characters at most)' : undefined;
+}
+
 export interface PushPlan {
   body: unknown;
   delayMs?: number;
@@ -154,7 +159,8 @@ export function validatePushForm(form: PushForm): { ok: true; plan: PushPlan } |
 
   const key = (form.dedupeKey ?? '').trim();
   if (key !== '') {
-    if (key.length > 512) errors.dedupeKey = 'Dedupe key is too long (512 characters at most)';
+    const keyError = checkDedupeKey(key);
+    if (keyError) errors.dedupeKey = keyError;
     else plan.dedupeKey = key;
   }
 

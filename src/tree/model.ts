@@ -4,6 +4,7 @@
 import type { ChangeEvent, Dialect, MessageView, QueueCounts, QueueInfo, ServerEvent } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
+import { deadAreaLabel } from '../panel/messages';
 
 export type FolderKind = 'messages' | 'dead';
 
@@ -61,8 +62,7 @@ const SEP = '\u0000';
 const key = (ns: string, q: string) => ns + SEP + q;
 
 export function folderLabel(dialect: Dialect | undefined, folder: FolderKind): string {
-  if (folder === 'messages') return 'Messages';
-  return dialect === 'env' ? 'Failed' : 'Dead letters';
+  return folder === 'messages' ? 'Messages' : deadAreaLabel(dialect);
 }
 
 export function liveCount(c: QueueCounts): number {

@@ -5,6 +5,9 @@
 import {
   ALL_STATES,
   PAGE_SIZES,
+  PANEL_TABS,
+  deadAreaLabel,
+  isPanelTab,
   type HostMessage,
   type MessageState,
   type MessageView,
@@ -15,6 +18,7 @@ import {
   type PanelRequest,
   type PanelResult,
   type PanelState,
+  type PanelTab,
   type QueueCounts,
   type QueueInfo,
   type QueueRef,
@@ -72,9 +76,6 @@ window.addEventListener('message', (ev: MessageEvent) => {
 
 // ---- state ----------------------------------------------------------------------------------
 
-type Tab = 'messages' | 'dead' | 'push' | 'metrics' | 'audit';
-const TABS: Tab[] = ['messages', 'dead', 'push', 'metrics', 'audit'];
-
 interface Paged {
   cursors: (string | undefined)[];
   index: number;
@@ -92,7 +93,7 @@ const ref: QueueRef = { namespace: body.dataset.namespace ?? '', queue: body.dat
 const st = {
   queue: null as QueueInfo | null,
   counts: null as QueueCounts | null,
-  tab: (TABS.includes(saved.tab as Tab) ? saved.tab : 'messages') as Tab,
+  tab: (isPanelTab(saved.tab) ? saved.tab : 'messages') as PanelTab,
   states: new Set<MessageState>(Array.isArray(saved.states) && saved.states.length ? saved.states.filter((x) => ALL_STATES.includes(x)) : ALL_STATES),
   search: typeof saved.search === 'string' ? saved.search : '',
   pageSize: PAGE_SIZES.includes(saved.pageSize as (typeof PAGE_SIZES)[number]) ? (saved.pageSize as number) : 50,
@@ -133,7 +134,8 @@ function fail(e: unknown, what: string) {
       show($('toast'), false);
       return;
     }
-    if (e.code === 'unavailable') setDown(e.message);
+    // The banner says it (and the retries while down would toast every few seconds).
+    if (e.code === 'unavailable') return setDown(e.message);
     toast(`${what}: ${e.message}`, 'error');
   } else toast(`${what}: ${e instanceof Error ? e.message : String(e)}`, 'error');
 }
@@ -187,9 +189,9 @@ function renderStateChips() {
 
 // ---- tabs -----------------------------------------------------------------------------------
 
-function setTab(tab: Tab, load = true) {
+function setTab(tab: PanelTab, load = true) {
   st.tab = tab;
-  for (const t of TABS) {
+  for (const t of PANEL_TABS) {
     const b = $(`tab-${t}`);
     b.setAttribute('aria-selected', t === tab ? 'true' : 'false');
     show($(`view-${t}`), t === tab);
@@ -390,6 +392,16 @@ async function loadDetail(which: 'messages' | 'dead', id: string, loading = true
 
 // ---- dead letters ---------------------------------------------------------------------------
 
+/** env queues call their dead letters "failed" (as the tree does). */
+const isEnv = () => st.queue?.dialect === 'env';
+const deadNoun = (n: number) => (isEnv() ? (n === 1 ? 'failed message' : 'failed messages') : n === 1 ? 'dead letter' : 'dead letters');
+
+function renderDeadArea() {
+  $('dead-label').textContent = deadAreaLabel(st.queue?.dialect);
+  const placeholder = $('dead-detail').querySelector('.placeholder');
+  if (placeholder) placeholder.textContent = `Select a ${deadNoun(1)} to see why it failed.`;
+}
+
 async function loadDead(): Promise<void> {
   const p = st.dead;
   const seq = ++p.seq;
@@ -429,7 +441,7 @@ function renderDead() {
       h('td', { title: m.deadAt ? isoTime(m.deadAt) : '' }, m.deadAt ? relativeShort(m.deadAt, now()) : ''),
       h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))))));
   const empty = $('dead-empty');
-  empty.textContent = 'No dead letters. Messages land here when their deliveries run out.';
+  empty.textContent = isEnv() ? 'No failed messages. Messages land here when their retries run out.' : 'No dead letters. Messages land here when their deliveries run out.';
   show(empty, page.messages.length === 0);
   const start = p.index * st.pageSize;
   $('dead-range').textContent = page.messages.length ? `${num(start + 1)}–${num(start + page.messages.length)} of ${num(page.total)}` : `0 of ${num(page.total)}`;
@@ -478,7 +490,7 @@ async function discard(ids: string[] | 'all', button: HTMLButtonElement | null) 
   try {
     const r = await busy(button, ids === 'all' ? 'Purging…' : 'Discarding…', () => request('dead.purge', ids === 'all' ? { all: true } : { ids }, onProgress));
     if (!r) return;
-    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} dead ${r.purged === 1 ? 'letter' : 'letters'}.`);
+    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} ${deadNoun(r.purged)}.`);
     if (ids === 'all') st.dead.selected.clear();
     else for (const id of ids) st.dead.selected.delete(id);
     scheduleRefresh(0);
@@ -609,8 +621,15 @@ async function loadAudit() {
 // ---- live -----------------------------------------------------------------------------------
 
 let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+/**
+ * A throttle, not a debounce: a pending refresh is kept, so a queue that stays busy still refreshes
+ * every `ms`. Only an immediate refresh (0, after the user's own action) replaces a pending one.
+ */
 function scheduleRefresh(ms = 300) {
-  if (refreshTimer) clearTimeout(refreshTimer);
+  if (refreshTimer) {
+    if (ms > 0) return;
+    clearTimeout(refreshTimer);
+  }
   refreshTimer = setTimeout(() => {
     refreshTimer = undefined;
     void refreshTab();
@@ -620,6 +639,14 @@ function scheduleRefresh(ms = 300) {
 function onHostEvent(e: PanelEvent) {
   switch (e.event) {
     case 'changed':
+      if (st.deleted) {
+        // The queue exists again (recreated under the same name): start over.
+        st.deleted = false;
+        show($('banner'), false);
+        show($('banner-retry'), true);
+        void init();
+        return;
+      }
       if (e.counts) {
         st.counts = e.counts;
         renderCounts();
@@ -633,16 +660,17 @@ function onHostEvent(e: PanelEvent) {
       return;
     case 'connection':
       if (e.state === 'down') setDown(e.message ?? 'disconnected');
-      else {
-        setUp();
-        scheduleRefresh(0);
-      }
+      // Back (perhaps a new emulator): reload the queue as well as the list.
+      else void init();
       return;
     case 'deleted':
       st.deleted = true;
       $('banner-text').textContent = 'This queue was deleted.';
       show($('banner-retry'), false);
       show($('banner'), true);
+      return;
+    case 'show':
+      setTab(e.tab);
       return;
   }
 }
@@ -655,9 +683,12 @@ async function init() {
     st.skew = r.now - Date.now();
     $('queue-dialect').textContent = r.queue.dialect;
     $('queue-dialect').title = `${r.queue.dialect} dialect · lease ${duration(r.queue.policy.leaseMs)} · ${r.queue.policy.maxDeliveries} deliveries before dead`;
+    renderDeadArea();
     renderCounts();
     setUp();
-    await refreshTab();
+    // The host opened the panel on a tab (Show Audit Log, Show Depth and Lag Chart).
+    if (r.tab && r.tab !== st.tab) setTab(r.tab);
+    else await refreshTab();
   } catch (e) {
     if (e instanceof RequestError && e.code === 'not_found') {
       $('banner-text').textContent = `Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`;
@@ -745,7 +776,7 @@ function detailClicks(id: string) {
 }
 
 function wire() {
-  for (const t of TABS) $(`tab-${t}`).addEventListener('click', () => setTab(t));
+  for (const t of PANEL_TABS) $(`tab-${t}`).addEventListener('click', () => setTab(t));
   $('state-filter').addEventListener('click', (ev) => {
     const b = (ev.target as HTMLElement).closest('button[data-state]');
     if (!b) return;

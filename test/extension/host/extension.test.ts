@@ -2,6 +2,7 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as net from 'net';
+import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { Connection } from '../../../emulator/clients/connection';
@@ -138,6 +139,57 @@ describe('Quayside extension in VS Code', function () {
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
+  it('Push Message from Active Editor from an editor menu pushes that menu\'s document (its Uri), interactively', async () => {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? fs.mkdtempSync(path.join(os.tmpdir(), 'qs-host-'));
+    await vscode.commands.executeCommand('quayside.createQueue', { namespace: NS, queue: 'editor', dialect: 'cache' });
+    const good = path.join(folder, 'menu-body.json');
+    const bad = path.join(folder, 'menu-bad.json');
+    fs.writeFileSync(good, '{ "fromMenu": true }');
+    fs.writeFileSync(bad, '{ "broken": ');
+    try {
+      // Another document is the active editor: the menu's Uri decides, not the active editor.
+      await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ language: 'json', content: '{ "active": true }' }));
+      // Invalid JSON from a menu is reported to the user, not thrown (it is not a scripted call).
+      assert.equal(await vscode.commands.executeCommand('quayside.pushMessageFromEditor', vscode.Uri.file(bad)), undefined);
+      // Valid: it asks for the queue (a quick pick; demo/editor is listed first), then pushes.
+      let settled = false;
+      const pushing = Promise.resolve(vscode.commands.executeCommand('quayside.pushMessageFromEditor', vscode.Uri.file(good))).finally(() => (settled = true));
+      await until('the queue picked', async () => {
+        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+        return settled;
+      });
+      const r = (await pushing) as { id: string } | undefined;
+      assert.ok(r?.id, 'pushed');
+      const m = await app!.request('message.get', { namespace: NS, queue: 'editor', id: r.id });
+      assert.deepEqual(m.body, { fromMenu: true });
+      assert.equal((await app!.request('queue.get', { namespace: NS, queue: 'editor' })).counts.ready, 1, 'the invalid document pushed nothing');
+    } finally {
+      await vscode.commands.executeCommand('quayside.deleteQueue', { namespace: NS, queue: 'editor', confirm: false });
+      // The untitled document is dirty: revert it, or closing would ask to save it.
+      await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      fs.rmSync(good, { force: true });
+      fs.rmSync(bad, { force: true });
+    }
+  });
+
+  it('a message shown again shows its current state (the virtual document is read afresh)', async () => {
+    await vscode.commands.executeCommand('quayside.createQueue', { namespace: NS, queue: 'docs', dialect: 'cache' });
+    try {
+      const { id } = await app!.request('push', { namespace: NS, queue: 'docs', body: { doc: 1 } });
+      const first = (await vscode.commands.executeCommand('quayside.showMessage', { namespace: NS, queue: 'docs', id })) as vscode.TextDocument;
+      assert.match(first.getText(), /"state": "ready"/);
+      const { messages } = await app!.request('pull', { namespace: NS, queue: 'docs', max: 1 });
+      await app!.request('nack', { receipt: messages[0].receipt, dead: true, error: 'doc test' });
+      const again = (await vscode.commands.executeCommand('quayside.showMessage', { namespace: NS, queue: 'docs', id })) as vscode.TextDocument;
+      const open = () => vscode.workspace.textDocuments.find((d) => !d.isClosed && d.uri.toString() === again.uri.toString());
+      await until('the dead state shown', () => /"state": "dead"/.test(open()?.getText() ?? ''));
+    } finally {
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await vscode.commands.executeCommand('quayside.deleteQueue', { namespace: NS, queue: 'docs', confirm: false });
+    }
+  });
+
   it('peeking never leases', async () => {
     const r = (await vscode.commands.executeCommand('quayside.peekMessages', { namespace: NS, queue: Q })) as { messages: { state: string }[] };
     assert.equal(r.messages.length, 3);
@@ -184,11 +236,15 @@ describe('Quayside extension in VS Code', function () {
     await until('empty', async () => (await description()) === '0 ready');
   });
 
-  it('Open Queue opens the queue panel', async () => {
+  it('Open Queue opens the queue panel (titled with the queue and its namespace); so do Show Audit Log and Show Depth and Lag Chart', async () => {
+    const panelTabs = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputWebview && t.label === `${Q} · ${NS}`);
     await vscode.commands.executeCommand('quayside.openQueue', { namespace: NS, queue: Q });
-    await until('a panel tab', () =>
-      vscode.window.tabGroups.all.some((g) => g.tabs.some((t) => t.input instanceof vscode.TabInputWebview && t.label === Q)),
-    );
+    await until('a panel tab', () => panelTabs().length === 1);
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    for (const command of ['quayside.showAuditLog', 'quayside.showMetrics']) {
+      assert.deepEqual(await vscode.commands.executeCommand(command, { namespace: NS, queue: Q }), { namespace: NS, queue: Q });
+      await until(`the panel from ${command}`, () => panelTabs().length === 1);
+    }
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
 

@@ -1,4 +1,6 @@
-// A tiny scripted Transport for the extension's unit tests (queue.list, peek, subscribe, events).
+// Fakes for the extension's unit tests: a tiny scripted Transport (queue.list, peek, subscribe,
+// events) and an emulator instance the test drives by hand.
+import type { Endpoint, ExitInfo, Instance, LaunchContext } from '../../../src/core/lifecycle';
 import type { ChangeEvent, MessageView, OpArgs, OpName, OpResult, QueueCounts, QueueInfo, ServerEvent } from '../../../emulator/protocol';
 import type { Transport } from '../../../emulator/clients/transport';
 
@@ -64,4 +66,30 @@ export class ScriptedTransport implements Transport {
 
 export function change(namespace: string, q: string, kind: ChangeEvent['kind'], c: Partial<QueueCounts> | null): ChangeEvent {
   return { event: 'change', subscription: 'sub1', namespace, queue: q, kind, ids: [], counts: c ? counts(c) : null, at: 0 };
+}
+
+/** An instance the test drives by hand. */
+export class FakeInstance implements Instance {
+  readonly ready: Promise<Endpoint>;
+  readonly exited: Promise<ExitInfo>;
+  listen!: (port?: number) => void;
+  fail!: (e: Error) => void;
+  exit!: (code?: number) => void;
+  exitWith!: (info: ExitInfo) => void;
+  stopped = false;
+  constructor(readonly ctx: LaunchContext = { attempt: 0 }) {
+    this.ready = new Promise<Endpoint>((res, rej) => {
+      this.listen = (port = 7433) => res({ url: `ws://127.0.0.1:${port}`, http: `http://127.0.0.1:${port}`, token: 't', host: '127.0.0.1', port, attached: false });
+      this.fail = rej;
+    });
+    this.ready.catch(() => undefined);
+    this.exited = new Promise<ExitInfo>((res) => {
+      this.exit = (code = 1) => res({ code, signal: null });
+      this.exitWith = res;
+    });
+  }
+  async stop() {
+    this.stopped = true;
+    this.exit(0);
+  }
 }

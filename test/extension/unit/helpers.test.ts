@@ -1,6 +1,6 @@
 import { strict as assert } from 'assert';
 import { QuaysideError } from '../../../emulator/errors';
-import { isProgrammatic, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
+import { isProgrammatic, isUriLike, messageIdsFromArgs, parseAttributes, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
 import { batchDebounce } from '../../../src/core/debounce';
 import { formatDuration, parseDuration } from '../../../src/core/duration';
 import { explainFailure } from '../../../src/core/explain';
@@ -46,18 +46,40 @@ describe('extension: command arguments', () => {
     assert.equal(refFromArg(undefined), undefined);
   });
 
-  it('programmatic calls are plain objects, not tree nodes', () => {
+  it('programmatic calls are plain objects, not tree nodes or an editor menu\'s Uri', () => {
     assert.equal(isProgrammatic({ namespace: 'n', queue: 'q' }), true);
     assert.equal(isProgrammatic({ kind: 'queue', id: 'queue:x', namespace: 'n', queue: 'q' }), false);
     assert.equal(isProgrammatic(undefined), false);
+    // What editor/context and editor/title/context pass: a vscode.Uri.
+    const uri = { scheme: 'file', authority: '', path: '/w/a.json', query: '', fragment: '', fsPath: '/w/a.json', with: () => uri };
+    assert.equal(isUriLike(uri), true);
+    assert.equal(isProgrammatic(uri), false);
+    assert.equal(isUriLike({ scheme: 'file', path: '/x' }), false, 'a plain object with those fields is still a caller\'s argument');
   });
 
-  it('message ids: the selection, else the clicked node, else ids', () => {
-    const m = (id: string) => ({ kind: 'message', id: `m:${id}`, namespace: 'n', queue: 'q', messageId: id });
+  it('message ids: the dead letters selected in the clicked node\'s queue, else the clicked node, else ids', () => {
+    const m = (id: string, over: Record<string, string> = {}) => ({ kind: 'message', id: `m:${id}`, namespace: 'n', queue: 'q', folder: 'dead', messageId: id, ...over });
     assert.deepEqual(messageIdsFromArgs(m('a'), [m('a'), m('b'), { kind: 'queue', id: 'q' }]), ['a', 'b']);
+    // Live messages and other queues' dead letters in the selection are left out.
+    assert.deepEqual(messageIdsFromArgs(m('a'), [m('a'), m('live', { folder: 'messages' }), m('other', { queue: 'q2' }), m('ns', { namespace: 'n2' }), m('b')]), ['a', 'b']);
+    // A selection without the clicked node: just the clicked one.
+    assert.deepEqual(messageIdsFromArgs(m('a'), [m('b'), m('c')]), ['a']);
     assert.deepEqual(messageIdsFromArgs(m('a'), undefined), ['a']);
+    // A live message node names nothing to replay or discard.
+    assert.deepEqual(messageIdsFromArgs(m('a', { folder: 'messages' }), [m('a', { folder: 'messages' })]), []);
     assert.deepEqual(messageIdsFromArgs({ namespace: 'n', queue: 'q', ids: ['x'] }, undefined), ['x']);
     assert.equal(messageIdsFromArgs({ kind: 'folder', id: 'f' }, undefined), undefined);
+  });
+
+  it('attributes typed in the palette: a JSON object of strings', () => {
+    assert.deepEqual(parseAttributes(''), { ok: true, value: undefined });
+    assert.deepEqual(parseAttributes('{}'), { ok: true, value: undefined });
+    assert.deepEqual(parseAttributes('{"source": "vscode", "tenant": "a"}'), { ok: true, value: { source: 'vscode', tenant: 'a' } });
+    const notObject = parseAttributes('["a"]');
+    assert.ok(!notObject.ok && /JSON object/.test(notObject.error));
+    const notString = parseAttributes('{"n": 1}');
+    assert.ok(!notString.ok && /"n" is not/.test(notString.error));
+    assert.equal(parseAttributes('{n: 1}').ok, false);
   });
 
   it('names and JSON bodies', () => {

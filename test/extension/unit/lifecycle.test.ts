@@ -1,29 +1,29 @@
 import { strict as assert } from 'assert';
-import { LaunchError, Lifecycle, defaultBackoff, type Endpoint, type ExitInfo, type Instance, type LaunchContext, type Snapshot } from '../../../src/core/lifecycle';
+import { LaunchError, Lifecycle, defaultBackoff, type LaunchContext, type Snapshot } from '../../../src/core/lifecycle';
+import { FakeInstance } from './ext-fakes';
 
-/** An instance the test drives by hand. */
-class FakeInstance implements Instance {
-  readonly ready: Promise<Endpoint>;
-  readonly exited: Promise<ExitInfo>;
-  listen!: (port?: number) => void;
-  fail!: (e: Error) => void;
-  exit!: (code?: number) => void;
-  stopped = false;
-  constructor(readonly ctx: LaunchContext) {
-    this.ready = new Promise<Endpoint>((res, rej) => {
-      this.listen = (port = 7433) => res({ url: `ws://127.0.0.1:${port}`, http: `http://127.0.0.1:${port}`, token: 't', host: '127.0.0.1', port, attached: false });
-      this.fail = rej;
-    });
-    this.ready.catch(() => undefined);
-    this.exited = new Promise<ExitInfo>((res) => (this.exit = (code = 1) => res({ code, signal: null })));
-  }
-  async stop() {
-    this.stopped = true;
-    this.exit(0);
-  }
+/** Timers the test fires by hand (the lifecycle takes `setTimer`), so nothing waits on the wall clock. */
+function manualTimers() {
+  const pending = new Set<{ fn: () => void; ms: number }>();
+  return {
+    setTimer: (fn: () => void, ms: number) => {
+      const t = { fn, ms };
+      pending.add(t);
+      return t;
+    },
+    clearTimer: (t: unknown) => void pending.delete(t as { fn: () => void; ms: number }),
+    get count() {
+      return pending.size;
+    },
+    fireAll() {
+      const due = [...pending];
+      pending.clear();
+      for (const t of due) t.fn();
+    },
+  };
 }
 
-function setup(opts: { maxRestarts?: number; stableMs?: number; now?: () => number } = {}) {
+function setup(opts: { maxRestarts?: number; stableMs?: number; now?: () => number; timers?: ReturnType<typeof manualTimers> } = {}) {
   const instances: FakeInstance[] = [];
   const states: string[] = [];
   let launchHook: ((ctx: LaunchContext) => Promise<void>) | undefined;
@@ -38,9 +38,18 @@ function setup(opts: { maxRestarts?: number; stableMs?: number; now?: () => numb
     maxRestarts: opts.maxRestarts ?? 3,
     stableMs: opts.stableMs ?? 60_000,
     now: opts.now,
+    setTimer: opts.timers?.setTimer,
+    clearTimer: opts.timers?.clearTimer,
   });
   lc.onDidChange((s) => states.push(s.state));
-  return { lc, instances, states, setLaunchHook: (h: typeof launchHook) => (launchHook = h) };
+  /** Start, and let the launched instance listen: the lifecycle is then running. */
+  const running = async () => {
+    const p = lc.start();
+    await tick();
+    instances[instances.length - 1].listen();
+    return p;
+  };
+  return { lc, instances, states, running, setLaunchHook: (h: typeof launchHook) => (launchHook = h) };
 }
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
@@ -197,18 +206,62 @@ describe('extension: emulator lifecycle', () => {
     assert.equal(lc.snapshot().restarts, 0);
   });
 
-  it('a crash-restart that hits a permanent failure (native module) stops retrying', async () => {
-    const { lc, instances } = setup();
-    const p = lc.start();
-    await tick();
-    instances[0].listen();
-    await p;
+  it('a crash-restart that hits a permanent failure (native module) stops retrying, visibly: crashed, no restart pending, saying why', async () => {
+    const timers = manualTimers();
+    const { lc, instances, states, running } = setup({ timers });
+    await running();
     instances[0].exit(1);
+    await waitFor(lc, (s) => s.state === 'crashed');
+    timers.fireAll();
     await waitFor(lc, (s) => s.state === 'starting');
     await tick();
     instances[1].fail(new LaunchError('native_module', 'better-sqlite3 does not load'));
-    const s = await waitFor(lc, (s) => s.state === 'stopped');
-    assert.equal(s.error?.code, 'native_module');
+    const s = await waitFor(lc, (s) => s.state !== 'starting');
+    assert.equal(s.state, 'crashed');
+    assert.equal(s.restartAt, undefined);
+    assert.equal(s.error?.code, 'native_module', 'the code stays the cause, so the right fixes are offered');
+    assert.match(s.error!.message, /^better-sqlite3 does not load; gave up restarting it: a retry cannot fix this$/);
+    assert.equal(timers.count, 0, 'no restart scheduled');
+    assert.deepEqual(states, ['starting', 'running', 'crashed', 'starting', 'crashed']);
+  });
+
+  it('with automatic restarts off (maxRestarts 0) a crash ends crashed and says restarts are off', async () => {
+    const timers = manualTimers();
+    const { lc, instances, running } = setup({ maxRestarts: 0, timers });
+    await running();
+    instances[0].exit(1);
+    const s = await waitFor(lc, (s) => s.state === 'crashed');
+    assert.equal(s.restartAt, undefined);
+    assert.equal(s.error?.message, 'the emulator exited unexpectedly (exit code 1); automatic restarts are off');
+    assert.equal(timers.count, 0);
+  });
+
+  it('a crash names the exit reason an instance gives (an attached emulator that went away)', async () => {
+    const { lc, instances, running } = setup({ timers: manualTimers() });
+    await running();
+    instances[0].exitWith({ code: null, signal: null, reason: 'lost the connection to the emulator at ws://x' });
+    const s = await waitFor(lc, (s) => s.state === 'crashed');
+    assert.equal(s.error?.message, 'lost the connection to the emulator at ws://x');
+    assert.ok(s.restartAt);
+  });
+
+  it('two starts while it is stopping launch once, and both get the same outcome', async () => {
+    const { lc, instances, running } = setup({ timers: manualTimers() });
+    await running();
+    const stopping = lc.stop();
+    assert.equal(lc.state, 'stopping');
+    const a = lc.start();
+    const b = lc.start();
+    await stopping;
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+    assert.equal(instances.length, 2, 'exactly one new launch');
+    instances[1].listen(7700);
+    const [sa, sb] = await Promise.all([a, b]);
+    assert.deepEqual(sa, sb);
+    assert.equal(sa.state, 'running');
+    assert.equal(sa.endpoint?.port, 7700);
+    assert.equal(instances[1].stopped, false, 'the one running emulator is left running');
   });
 
   it('stop while crashed cancels the pending restart', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { QuaysideError } from '../../../emulator/errors';
-import { PanelHandler, type PanelUi, type SaveTarget } from '../../../src/panel/handler';
+import { PanelHandler, connectionNotice, type PanelUi, type SaveTarget } from '../../../src/panel/handler';
 import type { HostMessage, PanelEvent, PanelResponse } from '../../../src/panel/messages';
 import { FakeTransport } from '../webview/fake-transport';
 
@@ -289,6 +289,35 @@ describe('panel handler (host side of the queue panel)', () => {
     await handler.handleMessage({ type: 'request', requestId: '2', op: 'init', args: {} });
     assert.equal((posted.filter((m) => m.type === 'response')[1] as any).ok, true);
     assert.ok(posted.some((m) => m.type === 'event' && m.event === 'connection' && m.state === 'up'));
+    handler.dispose();
+  });
+
+  it('is told the emulator stopped or runs again (once each), and what the lifecycle states mean for it', () => {
+    const { handler, events } = setup();
+    handler.setConnection(false, 'the emulator is stopped');
+    handler.setConnection(false, 'the emulator is stopped');
+    handler.setConnection(true);
+    handler.setConnection(true);
+    assert.deepEqual(events(), [
+      { type: 'event', event: 'connection', state: 'down', message: 'the emulator is stopped' },
+      { type: 'event', event: 'connection', state: 'up' },
+    ]);
+    assert.deepEqual(connectionNotice({ state: 'running' }), { up: true });
+    assert.deepEqual(connectionNotice({ state: 'stopping' }), { up: false, message: 'the emulator is stopping' });
+    assert.deepEqual(connectionNotice({ state: 'crashed', restartAt: 5 }), { up: false, message: 'the emulator crashed; restarting it…' });
+    assert.deepEqual(connectionNotice({ state: 'crashed' }), { up: false, message: 'the emulator crashed' });
+    handler.dispose();
+  });
+
+  it('a tab asked for before the webview loads comes with the next init only; a loaded webview is told at once', async () => {
+    const { handler, events } = setup();
+    handler.showTab('audit', false);
+    assert.equal(events().length, 0);
+    assert.equal((await handler.dispatch('init', {})).tab, 'audit');
+    assert.equal((await handler.dispatch('init', {})).tab, undefined);
+    handler.showTab('metrics', true);
+    assert.deepEqual(events().at(-1), { type: 'event', event: 'show', tab: 'metrics' });
+    assert.equal((await handler.dispatch('init', {})).tab, undefined);
     handler.dispose();
   });
 

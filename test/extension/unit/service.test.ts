@@ -1,5 +1,6 @@
-// The service against the real emulator CLI (dist/emulator/cli.js, built by `npm run build`):
-// start under this node, talk over WebSocket, survive a kill -9 with a restart, stop cleanly.
+// The emulator service: what it launches (with fake instances), and against the real emulator CLI
+// (dist/emulator/cli.js, built by `npm run build`): start under this node, talk over WebSocket,
+// survive a kill -9 with a restart, stop cleanly.
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -7,6 +8,7 @@ import * as path from 'path';
 import { EmulatorService, type EmulatorConfig } from '../../../src/core/service';
 import type { Snapshot } from '../../../src/core/lifecycle';
 import { explainFailure } from '../../../src/core/explain';
+import { FakeInstance, ScriptedTransport } from './ext-fakes';
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 const CLI = path.join(REPO, 'dist', 'emulator', 'cli.js');
@@ -40,6 +42,59 @@ const alive = (pid: number) => {
     return false;
   }
 };
+
+describe('extension: emulator service (fake launches)', () => {
+  /** A service whose launches are recorded and listen at once on the port they were given. */
+  function fakeService(over: Partial<EmulatorConfig> = {}) {
+    const ports: number[] = [];
+    let cfg = config({ port: 7433, ...over });
+    const svc = new EmulatorService({
+      getConfig: () => cfg,
+      exists: () => true,
+      makeConnection: () => new ScriptedTransport(),
+      launchOverride: async (_c, _ctx, info) => {
+        ports.push(info.port!);
+        const inst = new FakeInstance();
+        inst.listen(info.port || 40000);
+        return inst;
+      },
+    });
+    return { svc, ports, setConfig: (c: Partial<EmulatorConfig>) => (cfg = config({ ...cfg, ...c })) };
+  }
+
+  it('keeps a chosen port (a free one) across restart and stop-then-start, until another port or a settings change', async () => {
+    const { svc, ports, setConfig } = fakeService();
+    try {
+      await svc.start({ port: 0 });
+      await svc.restart();
+      await svc.stop();
+      await svc.start();
+      assert.deepEqual(ports, [0, 0, 0], 'the free-port choice sticks');
+      await svc.restart({ port: 7500 });
+      await svc.stop();
+      await svc.start();
+      assert.deepEqual(ports.slice(3), [7500, 7500], 'an explicit port replaces it');
+      setConfig({ port: 7600 });
+      svc.settingsChanged();
+      await svc.restart();
+      assert.equal(ports.at(-1), 7600, 'after a settings change the setting wins again');
+    } finally {
+      await svc.dispose();
+    }
+  });
+
+  it('without a chosen port, each start reads the port setting afresh', async () => {
+    const { svc, ports, setConfig } = fakeService();
+    try {
+      await svc.start();
+      setConfig({ port: 7601 });
+      await svc.restart();
+      assert.deepEqual(ports, [7433, 7601]);
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
 
 (fs.existsSync(CLI) ? describe : describe.skip)('extension: emulator service against the real CLI', function () {
   this.timeout(30000);

@@ -37,6 +37,7 @@ export class FakeTransport implements Transport {
   /** Delay every answer (ms). */
   latencyMs = 0;
   maxReplayPerCall = 100;
+  dialect: QueueInfo['dialect'] = 'cache';
   private listeners = new Set<(e: ServerEvent) => void>();
   private reconnectListeners = new Set<() => void>();
   private subs = new Map<string, { namespace?: string; queue?: string }>();
@@ -100,7 +101,7 @@ export class FakeTransport implements Transport {
       id: 'q_1',
       namespace: this.namespace,
       name: this.queue,
-      dialect: 'cache',
+      dialect: this.dialect,
       policy: {
         leaseMs: 30_000, maxDeliveries: 5, deadRetentionMs: 14 * 86_400_000, maxMessageAgeMs: null, onMaxAge: 'dead',
         dedupeTtlMs: 3_600_000, maxPayloadBytes: 262_144, maxDepth: null, maxBytes: null, maxNackDelayMs: 7 * 86_400_000,

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { PanelHandler, type PanelUi, type SaveTarget } from '../../../src/panel/handler';
 import { renderPanelHtml } from '../../../src/panel/html';
-import type { PanelRequest, QueueRef } from '../../../src/panel/messages';
+import type { HostMessage, PanelRequest, QueueRef } from '../../../src/panel/messages';
 import type { Transport } from '../../../emulator/clients/transport';
 import { FakeTransport } from './fake-transport';
 
@@ -74,6 +74,10 @@ export interface Panel<T extends Transport = FakeTransport> {
   /** Every request the webview sent, in order. */
   requests: PanelRequest[];
   cspViolations: () => Promise<string[]>;
+  /** The ops the webview has sent so far, read in the page (in step with its own timers). */
+  sentOps: () => Promise<string[]>;
+  /** Deliver a host message to the webview synchronously (with `fakeClock`, before time moves on). */
+  deliver: (m: HostMessage) => Promise<void>;
   errors: string[];
   close(): Promise<void>;
 }
@@ -81,7 +85,8 @@ export interface Panel<T extends Transport = FakeTransport> {
 export async function openPanel<T extends Transport = FakeTransport>(
   browser: Browser,
   transport: T,
-  opts: { state?: unknown; width?: number; height?: number; debounceMs?: number; ref?: QueueRef } = {},
+  /** fakeClock: the page's timers move only with `page.clock.runFor` (Playwright's clock). */
+  opts: { state?: unknown; width?: number; height?: number; debounceMs?: number; ref?: QueueRef; fakeClock?: boolean; beforeLoad?: (handler: PanelHandler) => void } = {},
 ): Promise<Panel<T>> {
   const context = await browser.newContext({ viewport: { width: opts.width ?? 1360, height: opts.height ?? 860 }, timezoneId: 'UTC', locale: 'en-US' });
   const page = await context.newPage();
@@ -96,6 +101,7 @@ export async function openPanel<T extends Transport = FakeTransport>(
     debounceMs: opts.debounceMs ?? 50,
     post: (m) => void page.evaluate((msg) => window.postMessage(msg, '*'), m as unknown).catch(() => {}),
   });
+  opts.beforeLoad?.(handler);
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => {
     if (m.type() === 'error') errors.push(m.text());
@@ -109,6 +115,7 @@ export async function openPanel<T extends Transport = FakeTransport>(
   await page.addInitScript(`(() => {
     const w = window;
     w.__csp = [];
+    w.__sent = [];
     document.addEventListener('securitypolicyviolation', (e) => w.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
     let saved = ${JSON.stringify(opts.state ?? null)};
     let acquired = false;
@@ -116,7 +123,7 @@ export async function openPanel<T extends Transport = FakeTransport>(
       if (acquired) throw new Error('acquireVsCodeApi called twice');
       acquired = true;
       return {
-        postMessage: (m) => w.__toHost(JSON.stringify(m)),
+        postMessage: (m) => { w.__sent.push(m.op); w.__toHost(JSON.stringify(m)); },
         getState: () => saved,
         setState: (s) => { saved = s; w.__state = s; },
       };
@@ -145,6 +152,7 @@ export async function openPanel<T extends Transport = FakeTransport>(
   });
   // Anything else (e.g. `<img src=x>` in a body, were it ever parsed as HTML) gets nothing.
   await page.route((u) => !u.href.startsWith(ORIGIN), (route) => route.abort());
+  if (opts.fakeClock) await page.clock.install();
   await page.goto(`${ORIGIN}/index.html`);
   await page.waitForSelector('#counts .count');
   return {
@@ -155,6 +163,8 @@ export async function openPanel<T extends Transport = FakeTransport>(
     requests,
     errors,
     cspViolations: () => page.evaluate(() => (window as unknown as { __csp: string[] }).__csp),
+    sentOps: () => page.evaluate(() => (window as unknown as { __sent: string[] }).__sent),
+    deliver: (m) => page.evaluate((msg) => void window.dispatchEvent(new MessageEvent('message', { data: msg })), m as unknown),
     close: async () => {
       handler.dispose();
       await context.close();

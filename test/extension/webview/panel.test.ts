@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { fixtureQueue, launch, openPanel, type Panel } from './harness';
 import { FakeTransport } from './fake-transport';
+import type { PanelEvent } from '../../../src/panel/messages';
 import { QuaysideError } from '../../../emulator/errors';
 import { startEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
@@ -288,6 +289,76 @@ describe('queue panel webview (Chromium)', function () {
     await new Promise((r) => setTimeout(r, 500));
     const refreshes = p.requests.filter((r) => r.op === 'peek').length - peeksBefore;
     assert.ok(refreshes >= 1 && refreshes <= 2, `20 events → ${refreshes} refreshes`);
+  });
+
+  it('live: a queue that stays busy still refreshes while the events keep coming (a throttle, not a debounce)', async () => {
+    p = await openPanel(browser, fixtureQueue(), { fakeClock: true });
+    await p.page.waitForSelector('#msg-rows tr');
+    const peeks = async () => (await p.sentOps()).filter((op) => op === 'peek').length;
+    const before = await peeks();
+    const changed: PanelEvent = { type: 'event', event: 'changed', kinds: ['pushed'], ids: [], counts: null, at: 0 };
+    // Two seconds of a busy queue: a change every 100 ms (the host sends at most one per 200 ms).
+    const during: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      await p.deliver(changed);
+      await p.page.clock.runFor(100);
+      during.push((await peeks()) - before);
+    }
+    assert.ok(during[5] >= 1, `refreshed within the first 600 ms of the stream (${during.join(',')})`);
+    assert.ok(during[19] >= 5 && during[19] <= 8, `about one refresh per 300 ms, not one per event: ${during[19]}`);
+  });
+
+  it('is told when the emulator stops (banner) and when it runs again (reloads the queue)', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    p.handler.setConnection(false, 'the emulator is stopped');
+    await p.page.waitForSelector('#banner:not(.hidden)');
+    assert.equal(await text(p, '#banner-text'), 'Emulator not reachable — the emulator is stopped');
+    assert.equal(await p.page.getAttribute('#live', 'class'), 'live off');
+    const inits = p.requests.filter((r) => r.op === 'init').length;
+    p.handler.setConnection(true);
+    await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
+    await waitFor(() => p.requests.filter((r) => r.op === 'init').length === inits + 1, 'the queue reloaded');
+  });
+
+  it('opens on the tab the host asks for: before it loads (with init) and while it shows (an event)', async () => {
+    p = await openPanel(browser, fixtureQueue(), { beforeLoad: (h) => h.showTab('audit', false) });
+    await p.page.waitForSelector('#audit-rows tr');
+    assert.equal(await p.page.isVisible('#view-audit'), true);
+    assert.equal(await p.page.getAttribute('#tab-audit', 'aria-selected'), 'true');
+    p.handler.showTab('metrics', true);
+    await p.page.waitForSelector('#chart svg');
+    assert.equal(await p.page.isVisible('#view-metrics'), true);
+    // Asked for once: a later reload (a hidden panel coming back) keeps the tab it was on.
+    assert.equal((await p.handler.dispatch('init', {})).tab, undefined);
+    assert.equal((await p.page.evaluate(() => (window as any).__state)).tab, 'metrics', 'the tab is saved for a reload');
+  });
+
+  it('clears the "deleted" banner when the queue is created again', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    await waitFor(() => t.subscriptionCount === 1, 'subscribed');
+    t.emitChange('queue_deleted');
+    await p.page.waitForSelector('#banner:not(.hidden)');
+    assert.equal(await text(p, '#banner-text'), 'This queue was deleted.');
+    t.emitChange('queue_created');
+    await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
+    await waitFor(async () => (await p.page.locator('#banner-retry.hidden').count()) === 0, 'the retry button back for next time');
+  });
+
+  it('an env queue calls its dead letters "Failed", as the tree does', async () => {
+    const t = fixtureQueue();
+    t.dialect = 'env';
+    p = await openPanel(browser, t);
+    await waitFor(async () => (await text(p, '#tab-dead')).startsWith('Failed'), 'the Failed tab');
+    await p.page.click('#tab-dead');
+    await p.page.waitForSelector('#dead-rows tr');
+    assert.equal(await text(p, '#dead-detail .placeholder'), 'Select a failed message to see why it failed.');
+    await p.page.click('#dead-purge-all');
+    await waitFor(async () => (await text(p, '#toast')) === 'Purged 12 failed messages.', 'purged');
+    assert.equal(await text(p, '#dead-empty'), 'No failed messages. Messages land here when their retries run out.');
   });
 
   it('audit log lists replays and purges', async () => {
