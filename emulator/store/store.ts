@@ -517,8 +517,6 @@ export class Store implements QueueStore {
 
   private forgetCached(): void {
     this.dueFloor = undefined;
-    // A rolled-back block reservation is gone from meta: read the floor again before the next id.
-    this.nextMessageId = undefined;
   }
 
   close(): void {
@@ -677,10 +675,17 @@ export class Store implements QueueStore {
       this.idsReservedBelow = floor;
     }
     const id = this.nextMessageId++;
-    if (id >= this.idsReservedBelow) {
+    const reserved = this.idsReservedBelow;
+    if (id >= reserved) {
       this.idsReservedBelow = id + MESSAGE_ID_BLOCK;
       this.setMeta('message_id_floor', String(this.idsReservedBelow));
     }
+    // A rolled-back push gives its id back (and its block, whose meta write rolled back with it),
+    // so a refused write leaves no gap in the ids.
+    this.onRollback(() => {
+      this.nextMessageId = id;
+      this.idsReservedBelow = reserved;
+    });
     return id;
   }
 

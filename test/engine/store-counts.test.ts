@@ -93,6 +93,40 @@ describe('store: queue counts', () => {
     assert.equal(s.queueById(q.id), undefined);
   });
 
+  it('message ids given by a rolled-back write are given again, and never twice across a restart (blocks of 1,000 in meta)', () => {
+    const d = dir();
+    let s = open(d);
+    const q = s.transaction(() => s.createQueue('q_1', 'ns', 'a', 'cache', '{}', null, NOW));
+    assert.deepEqual(s.transaction(() => s.enqueue(q.id, [msg('1'), msg('2')], NOW)), [1, 2]);
+    s.transaction(() => {
+      s.savepoint();
+      s.enqueue(q.id, [msg('3')], NOW);
+      s.rollbackSavepoint();
+    });
+    assert.throws(() =>
+      s.transaction(() => {
+        s.enqueue(q.id, [msg('3')], NOW);
+        throw new Error('boom');
+      }),
+    );
+    assert.deepEqual(s.transaction(() => s.enqueue(q.id, [msg('3')], NOW)), [3], 'no gap after refused writes');
+    // Crossing a block: the reservation made by a rolled-back write is rolled back with it.
+    const many = Array.from({ length: 997 }, (_, i) => msg(String(i)));
+    assert.throws(() =>
+      s.transaction(() => {
+        s.enqueue(q.id, [...many, msg('x')], NOW);
+        throw new Error('boom');
+      }),
+    );
+    const ids = s.transaction(() => s.enqueue(q.id, [...many, msg('x')], NOW));
+    assert.deepEqual([ids[0], ids[ids.length - 1]], [4, 1001]);
+    s.close();
+    // A restarted store starts above every id handed out, and above the reserved block.
+    s = open(d);
+    const [next] = s.transaction(() => s.enqueue(q.id, [msg('after')], NOW));
+    assert.ok(next > 1001, `id ${next} after a restart`);
+  });
+
   it('rows written by multi-row inserts roll back with their savepoint, and the counts with them; a claim takes the oldest visible first', () => {
     const s = open(null);
     const q = s.transaction(() => s.createQueue('q_1', 'ns', 'a', 'cache', '{}', null, NOW));
