@@ -164,7 +164,11 @@ export class Engine {
     return this.clock.now();
   }
 
-  /** Runs `fn` as one operation in the next group commit; its events are kept only if it succeeds. */
+  /**
+   * Runs `fn` as one operation in the next group commit; its events are kept only if it succeeds.
+   * A failed one's savepoint is rolled back, so the policies it cached go too: a queue it created
+   * and lost may have left its policy under a row id the next queue gets.
+   */
   private op<T>(fn: () => T): Promise<T> {
     if (this.closed) return Promise.reject(new QuaysideError('unavailable', 'the emulator is shutting down'));
     return this.gc.run(() => {
@@ -173,6 +177,7 @@ export class Engine {
         return fn();
       } catch (e) {
         this.jobEvents.length = mark;
+        this.policies.clear();
         throw e;
       }
     });
@@ -518,7 +523,7 @@ export class Engine {
     const used = row && row.day === day ? row.used : 0;
     if (used + n > quota) {
       const resetAt = (day + 1) * TIME.DAY;
-      throw new QuaysideError('quota_exceeded', `namespace "${q.ns}" has used its ${quota} messages for today; it accepts more at ${new Date(resetAt).toISOString()}`, { resetAt, details: { quota, used, resetAt } });
+      throw new QuaysideError('quota_exceeded', `namespace "${q.ns}" has used its ${quota} messages for today; it accepts more at ${resetAt <= MAX_TIME ? new Date(resetAt).toISOString() : 'the next UTC day (past the last instant a date can hold)'}`, { resetAt, details: { quota, used, resetAt } });
     }
     this.store.useQuota(q.ns, day, n);
   }
@@ -1315,7 +1320,7 @@ export class Engine {
   createToken(access: unknown, namespace: unknown, name: unknown, actor: Actor = SYSTEM_ACTOR): Promise<string> {
     return this.op(() => {
       if (access !== 'read' && access !== 'readwrite') throw invalid(`access must be "read" or "readwrite", got ${v.describe(access)}`);
-      if (namespace !== null) v.str(namespace, 'namespace', 200);
+      if (namespace !== null) v.name(namespace, 'namespace');
       v.str(name, 'name', 200);
       if (actor.namespace !== null && namespace !== actor.namespace) throw new QuaysideError('forbidden', `this token can only create tokens for namespace "${actor.namespace}"`);
       const token = `qs_${access === 'read' ? 'ro' : 'rw'}_${crypto.randomBytes(18).toString('base64url')}`;

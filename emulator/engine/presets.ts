@@ -130,7 +130,7 @@ export function consumerSettings(patch: Record<string, unknown>): ConsumerSettin
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < lo || v > hi) throw invalid(`consumer.${k} must be an integer from ${lo} to ${hi}, got ${describe(v)}`);
     (out as unknown as Record<string, number>)[k] = v;
   }
-  for (const k of Object.keys(patch)) if (k !== 'appId' && !(k in ranges)) throw invalid(`unknown consumer field "${k}"`);
+  for (const k of Object.keys(patch)) if (k !== 'appId' && !Object.hasOwn(ranges, k)) throw invalid(`unknown consumer field "${k}"`);
   return out;
 }
 

@@ -108,7 +108,14 @@ function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
 // ---------------------------------------------------------------- helpers
 
 async function queueById(c: Ctx, id: string): Promise<QueueInfo> {
-  const q = await c.engine.getQueue({ id: decodeURIComponent(id) }, c.actor);
+  let qId: string;
+  try {
+    qId = decodeURIComponent(id);
+  } catch {
+    // A malformed escape (%ZZ) names no queue.
+    throw new QuaysideError('not_found', `queue ${id} not found`);
+  }
+  const q = await c.engine.getQueue({ id: qId }, c.actor);
   if (q.dialect !== 'env') throw new QuaysideError('not_found', `queue ${id} not found`);
   return q;
 }

@@ -1,6 +1,7 @@
 import { QuaysideError, invalid } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
 import { PROTOCOL_VERSION, READ_OPS, OP_NAMES, LIMITS, type Access, type OpName, type ResponseFrame, type ServerEvent, type WireError } from '../protocol';
+import * as v from '../engine/validate';
 import { authorize, resolveToken } from './auth';
 
 /** One client's state: who it is, what it subscribed to, its consumers and its held requests. */
@@ -66,8 +67,9 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
   subscribe: async (_e, s, a) => {
     const namespace = opt(a.namespace);
     const queue = opt(a.queue);
-    if (namespace !== undefined && typeof namespace !== 'string') throw invalid('namespace must be a string');
-    if (queue !== undefined && typeof queue !== 'string') throw invalid('queue must be a string');
+    // The same rules as names everywhere else, so a subscription can only name what could exist.
+    if (namespace !== undefined) v.name(namespace, 'namespace');
+    if (queue !== undefined) v.name(queue, 'queue');
     if (queue !== undefined && namespace === undefined) throw invalid('a queue subscription needs its namespace');
     const scope = s.actor!.namespace;
     if (scope !== null && namespace !== undefined && namespace !== scope) throw new QuaysideError('forbidden', `this token is for namespace "${scope}"`);
@@ -101,14 +103,16 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
   'clock.now': async (e) => ({ now: e.now(), mode: e.clock.mode }),
   'clock.advance': async (e, _s, a) => ({ now: await e.advance(a.ms) }),
   cancel: async (_e, s, a) => {
-    const ac = s.held.get(a.request as number | string);
+    if (typeof a.request !== 'number' && typeof a.request !== 'string') throw invalid(`request must be the id (a number or string) of a held request, got ${v.describe(a.request)}`);
+    const ac = s.held.get(a.request);
     if (!ac) return { ok: false };
     ac.abort();
     return { ok: true };
   },
   'token.create': async (e, s, a) => {
     const ns = opt(a.namespace) ?? null;
-    const name = opt(a.name) ?? `${String(a.access)}${typeof ns === 'string' ? ':' + ns : ''}`;
+    // The default name is a label made from what was given: cut to the name limit, not refused for it.
+    const name = opt(a.name) ?? `${String(a.access)}${typeof ns === 'string' ? ':' + ns : ''}`.slice(0, 200);
     return { token: await e.createToken(a.access, ns, name, s.actor!) };
   },
 };

@@ -46,10 +46,11 @@ const WRITES: { op: string; args: Record<string, unknown>; breaks: Record<string
   { op: 'token.create', args: { access: 'read' }, breaks: { access: [DEL, null, 'admin', 'READ', 5, {}], namespace: [5, '', 'x'.repeat(201), {}], name: [5, {}, { toString: 1 }, 'x'.repeat(201)] } },
   { op: 'clock.advance', args: { ms: 10 }, breaks: { ms: [DEL, null, -1, 'x', {}, [], 1e308, Number.MAX_VALUE, 9e15] } },
   { op: 'consumer.set', args: { namespace: 'fz', queue: 'envq', consumer: { appId: 'a' } }, breaks: {
-    namespace: badName, queue: badName, consumer: [5, 'x', [], { appId: 5 }, { appId: '' }, { appId: 'a', maxBatchSize: 0 }, { appId: 'a', maxBatchSize: { toString: 1 } }, { appId: 'a', bogus: 1 }] } },
+    namespace: badName, queue: badName, consumer: [5, 'x', [], { appId: 5 }, { appId: '' }, { appId: 'a', maxBatchSize: 0 }, { appId: 'a', maxBatchSize: { toString: 1 } }, { appId: 'a', bogus: 1 }, { appId: 'a', constructor: 5 }, { appId: 'a', toString: 1 }, { appId: 'a', hasOwnProperty: 1 }] } },
   { op: 'unsubscribe', args: { subscription: 's_1' }, breaks: { subscription: [DEL, 5, {}, { toString: 1 }, []] } },
   { op: 'consumer.done', args: { consumer: 'c_1', batch: 'b' }, breaks: { consumer: [DEL, 5, {}, { toString: 1 }] } },
-  { op: 'subscribe', args: {}, breaks: { namespace: [5, {}, []], queue: ['q', 5] } },
+  { op: 'subscribe', args: {}, breaks: { namespace: [5, {}, [], '', 'a\u0000b', 'x'.repeat(201)], queue: ['q', 5] } },
+  { op: 'cancel', args: { request: 1 }, breaks: { request: [DEL, null, {}, [], true] } },
 ];
 
 const brokenWrite = fc
@@ -162,6 +163,36 @@ describe('reliability: hostile and broken input', function () {
       { numRuns: 300 },
     );
     await othersFine();
+  });
+
+  it('a push that creates its queue and then fails leaves nothing behind, not even the policy of the queue it would have made', async () => {
+    const c = await RawClient.hello(emu.url, emu.token);
+    try {
+      const r = await c.request('push', { namespace: 'fz-policy', queue: 'a', create: 'sync' });
+      assert.equal(r.error?.code, 'invalid_argument');
+      const made = await c.ok('queue.create', { namespace: 'fz-policy', queue: 'b', dialect: 'cache', policy: { maxDeliveries: 2 } });
+      assert.equal(made.dialect, 'cache');
+      assert.equal(made.policy.maxDeliveries, 2);
+      assert.equal(made.policy.maxMessageAgeMs, null, 'the cache preset, not the sync one of the failed push');
+      const listed = (await c.ok('queue.list', { namespace: 'fz-policy' })).queues;
+      assert.deepEqual(listed.map((q: { name: string; policy: { maxDeliveries: number } }) => [q.name, q.policy.maxDeliveries]), [['b', 2]]);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a quota reached at the last instant a date can hold is still quota_exceeded', async () => {
+    const end = await startEmulator({ memory: true, clock: 'virtual' });
+    const c = await RawClient.hello(end.url, end.token);
+    try {
+      await c.ok('namespace.configure', { namespace: 'q-end', dailyQuota: 0 });
+      await c.ok('clock.advance', { ms: 8.64e15 - end.clock!.now() });
+      const r = await c.request('push', { namespace: 'q-end', queue: 'q', body: 1, create: 'cache' });
+      assert.equal(r.error?.code, 'quota_exceeded', JSON.stringify(r.error));
+    } finally {
+      await c.close();
+      await end.close();
+    }
   });
 
   it('malformed frames (not JSON, not objects, bad ids, unknown ops, bad args, binary) get coded errors', async () => {
@@ -352,6 +383,10 @@ describe('reliability: hostile and broken input', function () {
       ['GET', `/v1/queues/${id}/messages?cursor=zzz`, undefined],
       ['POST', `/v1/queues/${id}`, {}],
       ['DELETE', `/v1/queues/${id}/messages`, undefined],
+      // Malformed percent-escapes name no queue.
+      ['GET', '/v1/queues/%ZZ', undefined],
+      ['DELETE', '/v1/queues/%E0%A4%A', undefined],
+      ['POST', '/v1/queues/%/messages', { body: 1 }],
     ];
     for (const [method, path, body] of wrong) cases.push({ method, path, body: body === undefined ? undefined : JSON.stringify(body) });
     cases.push({ method: 'GET', path: '/v1/queues', headers: {}, status: 401 });
