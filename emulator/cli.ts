@@ -171,9 +171,12 @@ async function start(args: Args): Promise<void> {
       token,
       durability: durability as 'normal' | 'full',
       freeTier: args.flags['free-tier'] === true,
+      config: config as Record<string, unknown> | undefined,
     });
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { problem?: string };
+    // The file was checked above: what is left is a declared queue that exists with another dialect.
+    if (configFile && e instanceof mod.QuaysideError && e.code === 'conflict') return fail('config', `${configFile}: ${err.message}`);
     if (NATIVE_FAILURE.test(err.message)) return fail('native_module', nativeHelp(err.message));
     if (err.code === 'EADDRINUSE') return fail('port_in_use', `port ${port} on ${host} is in use; choose another with --port (0 picks a free one)`);
     if (err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') return fail('listen', `cannot listen on ${host}:${port}: ${err.message}`);
@@ -182,14 +185,6 @@ async function start(args: Args): Promise<void> {
       return fail('data_dir', `the data directory ${dataDir} cannot be used: ${err.message}`);
     }
     return fail('start', err.message);
-  }
-  if (configFile) {
-    try {
-      await wc.applyWorkspaceConfigObject(emu.engine, config);
-    } catch (e) {
-      await emu.close();
-      return fail('config', `${configFile}: ${(e as Error).message}`);
-    }
   }
   say(
     { event: 'listening', url: emu.url, http: emu.httpUrl, token: emu.token, pid: process.pid, dataDir: dataDir ?? null, clock: clockFlag },

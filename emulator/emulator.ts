@@ -5,6 +5,8 @@ import { DB_FILE, Store, StoreOpenError } from './store/store';
 import { QuaysideServer } from './server/server';
 import { envHttpRoutes } from './http/env-api';
 import { DEFAULT_PORT } from './protocol';
+import { applyWorkspaceConfigObject, planWorkspaceConfig, readWorkspaceConfig } from './workspace-config';
+import path from 'node:path';
 
 export interface EmulatorOptions {
   /** 0 (the default here) picks a free port. */
@@ -14,7 +16,7 @@ export interface EmulatorOptions {
   dataDir?: string;
   /** Force an in-memory database even if dataDir is given. */
   memory?: boolean;
-  /** 'virtual' gives a clock that only `clock.advance(ms)` moves. A number is a virtual start time. */
+  /** 'virtual' gives a clock that only `clock.advance(ms)` moves; `{ start }` (epoch ms) is a virtual clock starting then. */
   clock?: 'system' | VirtualClockOption;
   /** The read-write token to accept (default: kept from the data directory, or a new one). */
   token?: string;
@@ -22,7 +24,14 @@ export interface EmulatorOptions {
   freeTier?: boolean | number;
   /** 'full' adds an fsync per group commit (power-loss safety); 'normal' survives kill -9. */
   durability?: 'normal' | 'full';
+  /** Called with each line the emulator logs. */
   log?: (line: string) => void;
+  /**
+   * Queues to declare at start, as `quayside start` does with `quayside.json`: a path to such a
+   * file, or its parsed content. It is checked before anything starts (`invalid_argument`); a
+   * declared queue that exists with another dialect fails the start (`conflict`).
+   */
+  config?: string | Record<string, unknown>;
 }
 
 export type { VirtualClockControl, VirtualClockOption };
@@ -54,6 +63,9 @@ export function startEmulator(opts: EmulatorOptions & { clock: VirtualClockOptio
 export function startEmulator(opts?: EmulatorOptions): Promise<Emulator>;
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
   checkOptions(opts);
+  // Checked before the data directory is opened: a bad file starts nothing.
+  const config = typeof opts.config === 'string' ? readWorkspaceConfig(path.resolve(opts.config)) : opts.config;
+  if (config !== undefined) planWorkspaceConfig(config);
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 0;
   const store = new Store({ dataDir: opts.memory || !opts.dataDir ? null : opts.dataDir, durability: opts.durability });
@@ -104,6 +116,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     },
   };
   if (clock.mode === 'virtual') emu.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
+  if (config !== undefined) {
+    try {
+      await applyWorkspaceConfigObject(engine, config);
+    } catch (e) {
+      await emu.close();
+      throw e;
+    }
+  }
   return emu;
 }
 
@@ -118,7 +138,7 @@ function unwritable(e: unknown, dataDir: string | undefined): unknown {
 function checkOptions(opts: EmulatorOptions): void {
   const bad = (m: string) => new QuaysideError('invalid_argument', `startEmulator: ${m}`);
   if (opts === null || typeof opts !== 'object') throw bad('options must be an object');
-  const known = ['port', 'host', 'dataDir', 'memory', 'clock', 'token', 'freeTier', 'durability', 'log'];
+  const known = ['port', 'host', 'dataDir', 'memory', 'clock', 'token', 'freeTier', 'durability', 'log', 'config'];
   for (const k of Object.keys(opts)) if (!known.includes(k)) throw bad(`unknown option "${k}"; expected one of ${known.join(', ')}`);
   const o = opts as Record<string, unknown>;
   if (o.port !== undefined && (!Number.isInteger(o.port) || (o.port as number) < 0 || (o.port as number) > 65535)) throw bad(`port must be an integer from 0 to 65535, got ${String(o.port)}`);
@@ -132,6 +152,9 @@ function checkOptions(opts: EmulatorOptions): void {
   if (o.freeTier !== undefined && typeof o.freeTier !== 'boolean' && !(Number.isSafeInteger(o.freeTier) && (o.freeTier as number) >= 1)) throw bad(`freeTier must be true, false or a positive whole number of messages a day, got ${String(o.freeTier)}`);
   if (o.durability !== undefined && o.durability !== 'normal' && o.durability !== 'full') throw bad(`durability must be "normal" or "full", got ${JSON.stringify(o.durability) ?? String(o.durability)}`);
   if (o.log !== undefined && typeof o.log !== 'function') throw bad('log must be a function');
+  if (o.config !== undefined && (typeof o.config !== 'string' || o.config === '') && (typeof o.config !== 'object' || o.config === null || Array.isArray(o.config))) {
+    throw bad('config must be the path of a quayside.json or its parsed content (an object)');
+  }
 }
 
 export { DEFAULT_PORT };

@@ -1,6 +1,6 @@
 // A small email service on the cache dialect: sign-ups enqueue a welcome email (deduplicated per
-// address), a worker sends them. In your own app import from 'quayside/cache'.
-import { createCache, type Cache } from '../../emulator/clients/cache';
+// address), a worker sends them.
+import { createCache, type Cache } from 'quayside/cache';
 
 export interface Mailer {
   send(to: string, template: string): Promise<void>;

@@ -1,6 +1,6 @@
 // A small order app on the env dialect: its fetch handler takes orders and sends them to the
-// "orders" queue; its queue handler charges them. In your own app import from 'quayside/env'.
-import type { ConsumerEnv, MessageBatch } from '../../emulator/clients/env';
+// "orders" queue; its queue handler charges them.
+import type { ConsumerEnv, MessageBatch } from 'quayside/env';
 
 export interface Order {
   id: string;

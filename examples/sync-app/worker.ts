@@ -1,7 +1,7 @@
 // A small thumbnail worker on the sync dialect: jobs are sent with an idempotency key, a worker
-// streams them, touches the lease for slow ones and nacks failures. In your own app import from
-// 'quayside/sync' (or 'quayside/sync/memory' with no emulator).
-import type { SyncQueue } from '../../emulator/clients/sync-face';
+// streams them, touches the lease for slow ones and nacks failures. Its test runs it over the
+// emulator ('quayside/sync') and in-process ('quayside/sync/memory').
+import type { SyncQueue } from 'quayside/sync';
 
 export interface Job {
   imageId: string;

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { applyWorkspaceConfig } from '../../emulator/workspace-config';
+import { startEmulator } from '../../emulator/emulator';
 import { rejects, startTestEmulator } from './support';
 
 describe('workspace config (quayside.json)', () => {
@@ -58,6 +59,34 @@ describe('workspace config (quayside.json)', () => {
     assert.deepEqual(third.map((o) => o.action), ['unchanged', 'updated', 'unchanged']);
     assert.equal((await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' })).consumer?.maxBatchSize, 10);
     assert.deepEqual((await applyWorkspaceConfig(emu.engine, write('b2.json', noBatch))).map((o) => o.action), ['unchanged', 'unchanged', 'unchanged']);
+  });
+
+  it('startEmulator({ config }) applies a file or an object at start; a bad one starts nothing, a conflict closes what started', async () => {
+    const fromFile = await startEmulator({ memory: true, config: write('start.json', config) });
+    try {
+      const { queues } = await fromFile.engine.listQueues({});
+      assert.deepEqual(queues.map((q) => `${q.dialect}:${q.namespace}/${q.name}`).sort(), ['cache:app/emails', 'env:shop/dev/orders', 'sync:default/jobs']);
+    } finally {
+      await fromFile.close();
+    }
+    const fromObject = await startEmulator({ memory: true, config: { cache: [{ namespace: 'o', name: 'q' }] } });
+    assert.equal((await fromObject.engine.getQueue({ namespace: 'o', queue: 'q' })).dialect, 'cache');
+    await fromObject.close();
+    // Checked before anything opens: a data directory is left untouched.
+    const data = fs.mkdtempSync(path.join(dir, 'data-'));
+    for (const bad of [path.join(dir, 'missing.json'), write('bad-start.json', { cache: [{ namespace: 'app' }] })]) {
+      const e = await rejects(startEmulator({ dataDir: data, config: bad }));
+      assert.equal(e.code, 'invalid_argument');
+      assert.deepEqual(fs.readdirSync(data), []);
+    }
+    assert.equal((await rejects(startEmulator({ memory: true, config: 42 as never }))).code, 'invalid_argument');
+    // A declared queue that exists with another dialect: the start fails and its port is free again.
+    const first = await startEmulator({ dataDir: data, config: { sync: [{ id: 'emails', tenantId: 'app' }] } });
+    await first.close();
+    const e = await rejects(startEmulator({ dataDir: data, port: first.port, config: { cache: [{ namespace: 'app', name: 'emails' }] } }));
+    assert.equal(e.code, 'conflict');
+    const again = await startEmulator({ dataDir: data, port: first.port });
+    await again.close();
   });
 
   it('refuses a bad file with a clear error and changes nothing', async () => {

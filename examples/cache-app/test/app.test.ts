@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { startEmulator, type Emulator } from '../../../emulator/emulator';
-import { createCache, type Cache } from '../../../emulator/clients/cache';
+import { startEmulator, type Emulator } from 'quayside/emulator';
+import { createCache, type Cache } from 'quayside/cache';
 import { emailService } from '../app';
 
 describe('examples/cache-app', () => {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { startEmulator, type Emulator } from '../../../emulator/emulator';
-import { createEnv, runConsumer, type Env, type RunningConsumer } from '../../../emulator/clients/env';
-import { applyWorkspaceConfig } from '../../../emulator/workspace-config';
+import { startEmulator, type Emulator } from 'quayside/emulator';
+import { createEnv, runConsumer, type Env, type RunningConsumer } from 'quayside/env';
 import app, { type AppEnv } from '../app';
 
 async function until(cond: () => boolean, ms = 5000) {
@@ -21,9 +20,8 @@ describe('examples/env-app', () => {
   const flaky = new Set<string>(['o_flaky']);
 
   before(async () => {
-    emu = await startEmulator({ memory: true, clock: 'virtual' });
-    // The queue is declared in the app's quayside.json, as `quayside start` would apply it.
-    await applyWorkspaceConfig(emu.engine, path.join(__dirname, '..', 'quayside.json'));
+    // The queue is declared in the app's quayside.json, which the emulator applies as `quayside start` does.
+    emu = await startEmulator({ memory: true, clock: 'virtual', config: path.join(__dirname, '..', 'quayside.json') });
     env = createEnv({ url: emu.url, token: emu.token, project: 'shop', environment: 'dev' });
     consumer = await runConsumer(app, { url: emu.url, token: emu.token, project: 'shop', environment: 'dev', queue: 'orders', maxBatchSize: 2, env: { charges, flaky } });
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { startEmulator, type Emulator } from '../../../emulator/emulator';
-import { queue as remoteQueue } from '../../../emulator/clients/sync';
-import { createMemoryQueues } from '../../../emulator/embedded/memory';
+import { startEmulator, type Emulator } from 'quayside/emulator';
+import { queue as remoteQueue } from 'quayside/sync';
+import { createMemoryQueues } from 'quayside/sync/memory';
 import { enqueue, work, type Job } from '../worker';
 
 describe('examples/sync-app', () => {
