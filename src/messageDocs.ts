@@ -1,44 +1,38 @@
 // Read-only documents showing one message (peeked with message.get, never leased):
 // quayside-message:/<namespace>/<queue>/<id>.json
 import * as vscode from 'vscode';
-import type { QueueRef, ServerEvent } from '../emulator/protocol';
 import type { Transport } from '../emulator/clients/transport';
+import { refreshOnChanges, type MessageAddress } from './core/messageRefresh';
 
 export const MESSAGE_SCHEME = 'quayside-message';
 
-export function messageUri(r: QueueRef & { id: string }): vscode.Uri {
+export function messageUri(r: MessageAddress): vscode.Uri {
   return vscode.Uri.from({ scheme: MESSAGE_SCHEME, path: `/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.queue)}/${encodeURIComponent(r.id)}.json` });
 }
 
-export function parseMessageUri(uri: vscode.Uri): (QueueRef & { id: string }) | undefined {
+export function parseMessageUri(uri: vscode.Uri): MessageAddress | undefined {
   const parts = uri.path.split('/').filter(Boolean);
   if (parts.length !== 3) return undefined;
   return { namespace: decodeURIComponent(parts[0]), queue: decodeURIComponent(parts[1]), id: decodeURIComponent(parts[2].replace(/\.json$/, '')) };
 }
 
-/** Does this change event concern the message shown at `r`? (Events without ids, e.g. a purge, may.) */
-export function eventTouches(ev: ServerEvent, r: QueueRef & { id: string }): boolean {
-  if (ev.event !== 'change' || ev.namespace !== r.namespace || ev.queue !== r.queue) return false;
-  return ev.kind === 'queue_deleted' || !ev.ids || ev.ids.length === 0 || ev.ids.includes(r.id);
-}
-
 /**
  * The message documents' provider. VS Code caches a virtual document's text, so it is told to read
- * again (`onDidChange`) when a message is shown again and when a change event names an open one.
- * Events come from the subscriptions others hold on the shared transport (the tree subscribes to all).
+ * again (`onDidChange`) when a message is shown again (at once) and when change events name an open
+ * one (coalesced: see refreshOnChanges). Events come from the subscriptions others hold on the
+ * shared transport (the tree subscribes to all).
  */
 export class MessageDocuments implements vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
-  private readonly offEvent: () => void;
+  private readonly watch: { dispose(): void };
 
   constructor(private readonly transport: Transport) {
-    this.offEvent = transport.onEvent((ev) => {
-      for (const doc of vscode.workspace.textDocuments) {
-        if (doc.uri.scheme !== MESSAGE_SCHEME || doc.isClosed) continue;
-        const r = parseMessageUri(doc.uri);
-        if (r && eventTouches(ev, r)) this.changed.fire(doc.uri);
-      }
+    this.watch = refreshOnChanges({
+      transport,
+      openDocuments: () => openMessageDocuments(),
+      refresh: (uri) => this.changed.fire(uri),
+      key: (uri) => uri.toString(),
     });
   }
 
@@ -59,8 +53,16 @@ export class MessageDocuments implements vscode.TextDocumentContentProvider, vsc
   }
 
   dispose(): void {
-    this.offEvent();
+    this.watch.dispose();
     this.changed.dispose();
+  }
+}
+
+function* openMessageDocuments(): Generator<{ uri: vscode.Uri; message: MessageAddress }> {
+  for (const doc of vscode.workspace.textDocuments) {
+    if (doc.uri.scheme !== MESSAGE_SCHEME || doc.isClosed) continue;
+    const message = parseMessageUri(doc.uri);
+    if (message) yield { uri: doc.uri, message };
   }
 }
 

@@ -8,12 +8,12 @@ import { formatDuration, parseDuration } from '../core/duration';
 import type { Snapshot } from '../core/lifecycle';
 import type { EmulatorService } from '../core/service';
 import { explainFailure, type FixAction } from '../core/explain';
-import { folderLabel, type TreeNode } from '../tree/model';
+import type { TreeNode } from '../tree/model';
 import type { QueueTreeProvider } from '../tree/provider';
 import { confirm, pickQueue, qname, withProgress } from './ui';
 import { messageUri, type MessageDocuments } from '../messageDocs';
 import { checkDedupeKey } from '../panel/validate';
-import { isPanelTab, type PanelTab } from '../panel/messages';
+import { deadNoun, deadWords, isPanelTab, type PanelTab } from '../panel/messages';
 
 export interface CommandContext {
   context: vscode.ExtensionContext;
@@ -81,7 +81,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     const last = service.lastLaunch;
     const ex = explainFailure(err, { source: last?.source, nodePath: last?.nodePath, port: last?.port, url: last?.url });
     // The explanation of a failed restart is about starting; say first that it had crashed.
-    const text = crashed && err.code !== 'crashed' ? `The emulator crashed and restarting it failed. ${ex.message}` : ex.message;
+    const lead = last?.source === 'attached' ? 'The attached emulator went away and attaching again failed.' : 'The emulator crashed and restarting it failed.';
+    const text = crashed && err.code !== 'crashed' ? `${lead} ${ex.message}` : ex.message;
     log.error(text);
     if (err.detail) log.error(err.detail);
     // Not awaited: a command must not hang on a toast nobody clicks.
@@ -91,8 +92,15 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     });
   };
 
-  const startWithUi = async (opts: { port?: number } = {}): Promise<Snapshot> => {
-    const snap = await withProgress('Starting the Quayside emulator…', () => service.start(opts));
+  /**
+   * Start (or restart) with progress, and report a failure. Only this reports it: a start replaces an
+   * automatic restart under way (Lifecycle.start), so the crash listener below never sees its outcome.
+   */
+  const startWithUi = async (opts: { port?: number; restart?: boolean } = {}): Promise<Snapshot> => {
+    const { restart, ...start } = opts;
+    const snap = await withProgress(restart ? 'Restarting the Quayside emulator…' : 'Starting the Quayside emulator…', () =>
+      restart ? service.restart(start) : service.start(start),
+    );
     if (snap.state !== 'running' && snap.error) reportFailure(snap.error);
     return snap;
   };
@@ -113,10 +121,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       await withProgress('Stopping the Quayside emulator…', () => service.stop());
       return service.snapshot();
     },
-    'quayside.restart': async () => {
-      await withProgress('Stopping the Quayside emulator…', () => service.stop());
-      return startWithUi();
-    },
+    'quayside.restart': async () => startWithUi({ restart: true }),
     'quayside.toggle': async () => {
       if (service.state === 'running' || service.state === 'starting') {
         await service.stop();
@@ -268,7 +273,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (ids?.length === 0) return nothingSelected(arg, { replayed: 0 });
       const ref = await pickQueue(t, arg, 'Replay Dead Letters', (q) => q.counts.dead > 0);
       if (!ref) return;
-      const area = folderLabel((await t.request('queue.get', ref)).dialect, 'dead').toLowerCase();
+      const { dialect } = await t.request('queue.get', ref);
+      const area = deadWords(dialect).many;
       if (!arg) {
         const picked = await pickDeadLetters(ref, area, 'Replay');
         if (!picked) return;
@@ -284,7 +290,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: ${qname(ref)} has no ${area}.`);
         return { replayed: 0 };
       }
-      if (!skipConfirm(arg) && !(await confirm(`Replay all ${total} ${area} of ${qname(ref)}?`, 'They go back to the queue as ready messages with their attempts reset.', 'Replay All'))) return;
+      if (!skipConfirm(arg) && !(await confirm(`Replay all ${total} ${deadNoun(dialect, total)} of ${qname(ref)}?`, 'They go back to the queue as ready messages with their attempts reset.', 'Replay All'))) return;
       const replayed = await withProgress(`Replaying ${area} of ${qname(ref)}`, async (report) => {
         let n = 0;
         for (let i = 0; i < 10_000; i++) {
@@ -305,7 +311,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (ids?.length === 0) return nothingSelected(arg, { purged: 0 });
       const ref = await pickQueue(t, arg, 'Purge Dead Letters', (q) => q.counts.dead > 0);
       if (!ref) return;
-      const area = folderLabel((await t.request('queue.get', ref)).dialect, 'dead').toLowerCase();
+      const { dialect } = await t.request('queue.get', ref);
+      const area = deadWords(dialect).many;
       if (!arg) {
         const picked = await pickDeadLetters(ref, area, 'Purge');
         if (!picked) return;
@@ -396,10 +403,13 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
   }
 
   async function openQueue(arg: unknown, title: string, tab?: PanelTab): Promise<QueueRef | undefined> {
-    const ref = await (service.state === 'running' ? pickQueue(t, arg, title) : Promise.resolve(refFromArg(arg)));
+    // A given queue's panel opens while stopped too (it says so); picking one needs the emulator,
+    // so from the palette it offers Start and goes on once it runs.
+    let ref = refFromArg(arg);
     if (!ref) {
-      if (service.state !== 'running') await ensureRunning();
-      return;
+      if (!(await ensureRunning())) return;
+      ref = await pickQueue(t, arg, title);
+      if (!ref) return;
     }
     const asked = (arg as { tab?: unknown } | undefined)?.tab;
     c.openQueuePanel(ref, { tab: tab ?? (isProgrammatic(arg) && isPanelTab(asked) ? asked : undefined) });
@@ -412,7 +422,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     return result;
   }
 
-  /** The palette's choice of dead letters: 'all', some ids, or undefined (cancelled). */
+  /** The palette's choice of dead letters: 'all', some ids, or undefined (cancelled, or nothing ticked). */
   async function pickDeadLetters(ref: QueueRef, area: string, verb: 'Replay' | 'Purge'): Promise<'all' | string[] | undefined> {
     const page = await t.request('dead.list', { ...ref, limit: 200 });
     if (page.total === 0) return 'all'; // the "all" path says there are none
@@ -425,7 +435,12 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       matchOnDescription: true,
       matchOnDetail: true,
     });
-    if (!picked || picked.length === 0) return undefined;
+    if (!picked) return undefined;
+    if (picked.length === 0) {
+      // Accepted with nothing ticked: a cancel, but say so rather than do nothing silently.
+      void vscode.window.showInformationMessage(`Quayside: nothing picked, so nothing was ${verb === 'Replay' ? 'replayed' : 'purged'}.`);
+      return undefined;
+    }
     if (picked.some((p) => p.all)) return 'all';
     return picked.map((p) => p.id!).filter(Boolean);
   }

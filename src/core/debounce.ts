@@ -10,14 +10,14 @@ export interface Debounced<T> {
   readonly pending: boolean;
 }
 
-export function batchDebounce<T>(
-  waitMs: number,
-  run: (items: T[]) => void,
-  timers: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void } = {
-    set: (fn, ms) => setTimeout(fn, ms),
-    clear: (t) => clearTimeout(t as NodeJS.Timeout),
-  },
-): Debounced<T> {
+export interface Timers {
+  set: (fn: () => void, ms: number) => unknown;
+  clear: (t: unknown) => void;
+}
+
+const realTimers: Timers = { set: (fn, ms) => setTimeout(fn, ms), clear: (t) => clearTimeout(t as NodeJS.Timeout) };
+
+export function batchDebounce<T>(waitMs: number, run: (items: T[]) => void, timers: Timers = realTimers): Debounced<T> {
   let items: T[] = [];
   let timer: unknown;
   const flush = () => {

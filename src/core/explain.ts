@@ -60,6 +60,13 @@ export function explainFailure(f: { code: string; message: string }, ctx: Failur
     case 'unauthorized':
       return { message: `${capital(f.message)}. Set "quayside.token" to the emulator's read-write token.`, actions: ['openSettings'] };
     case 'crashed':
+      if (ctx.source === 'attached') {
+        // Not our process: nothing of it is in our output, and it may just be stopped or paused.
+        return {
+          message: `${capital(f.message)}. It stopped answering: it was stopped, or it is paused (at a breakpoint, say). Start it again, or check "quayside.url", then Retry.`,
+          actions: ['retry', 'openSettings'],
+        };
+      }
       return { message: `${capital(f.message)}. The Quayside output has what it printed; fix the cause, then start it again.`, actions: ['retry', 'showLog'] };
     case 'timeout':
       return { message: `${capital(f.message)}. See the Quayside output for what it printed.`, actions: ['showLog', 'retry'] };

@@ -5,7 +5,8 @@
 //                         \--stop--> stopping --> stopped          \--exit--> crashed --back-off--> starting
 //
 // A crash that is not restarted (restarts off, too many in a row, or a restart failing in a way no
-// retry fixes) stays `crashed` with no `restartAt`, its error saying why.
+// retry fixes) stays `crashed` with no `restartAt`, its error saying why. A start asked for while an
+// automatic restart is pending or under way replaces it with a fresh attempt 0.
 //
 // What gets started is behind `launch` (a child process, or an attachment to a running emulator),
 // so the machine is unit-tested with fake instances. The status bar, the tree and the log listen
@@ -83,6 +84,12 @@ export interface LifecycleOptions {
   backoffMs?: (n: number) => number;
   /** Give up after this many automatic restarts in a row. Default 5. */
   maxRestarts?: number;
+  /**
+   * Asked when `maxRestarts` is reached: true to go on restarting at the capped back-off (the
+   * extension says so for an attached emulator, which may just be paused at a breakpoint or
+   * restarted by its owner). Permanent failures and `maxRestarts: 0` still stop it. Default: never.
+   */
+  restartWithoutLimit?: () => boolean;
   /** A run at least this long resets the restart count. Default 60 s. */
   stableMs?: number;
   now?: () => number;
@@ -114,6 +121,8 @@ export class Lifecycle {
   private instance?: Instance;
   private launching?: Promise<Instance | undefined>;
   private startPromise?: Promise<Snapshot>;
+  /** The attempt `startPromise` is for: 0 when the user asked for it, n for an automatic restart. */
+  private startAttempt = 0;
   private stopPromise?: Promise<void>;
   private timer: unknown;
   private runningSince = 0;
@@ -122,6 +131,7 @@ export class Lifecycle {
   private readonly launch: Launch;
   private readonly backoff: (n: number) => number;
   private readonly maxRestarts: number;
+  private readonly restartWithoutLimit: () => boolean;
   private readonly stableMs: number;
   private readonly now: () => number;
   private readonly setTimer: (fn: () => void, ms: number) => unknown;
@@ -132,6 +142,7 @@ export class Lifecycle {
     this.launch = opts.launch;
     this.backoff = opts.backoffMs ?? defaultBackoff;
     this.maxRestarts = opts.maxRestarts ?? 5;
+    this.restartWithoutLimit = opts.restartWithoutLimit ?? (() => false);
     this.stableMs = opts.stableMs ?? 60_000;
     this.now = opts.now ?? Date.now;
     this.setTimer = opts.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
@@ -164,13 +175,25 @@ export class Lifecycle {
     for (const l of this.logListeners) l(line);
   }
 
-  /** Start (a no-op while starting or running). Resolves with the outcome: running, or stopped with an error. */
+  /**
+   * Start: a no-op while running, and joins a start the user already asked for. A pending or ongoing
+   * automatic restart is replaced by a fresh attempt 0 (the restart count reset), so the caller
+   * alone reports how it went, and a failure is not retried behind the user's back.
+   * Resolves with the outcome: running; stopped with the error when it failed; or, when a stop()
+   * overtook it, the state that stop left (stopping or stopped).
+   */
   async start(): Promise<Snapshot> {
     // Looped: while we wait for a stop, another caller may have started (or disposed) already.
     for (;;) {
       if (this.disposed) return this.snapshot();
       if (this._state === 'running') return this.snapshot();
-      if (this._state === 'starting' && this.startPromise) return this.startPromise;
+      if (this._state === 'starting' && this.startPromise) {
+        if (this.startAttempt === 0) return this.startPromise;
+        // Stopped first: a half-started restart would hold the port the new attempt needs.
+        this.log('a manual start replaces the automatic restart under way');
+        await this.stop();
+        continue;
+      }
       if (this._state !== 'stopping' || !this.stopPromise) break;
       await this.stopPromise;
     }
@@ -225,8 +248,9 @@ export class Lifecycle {
     const gen = ++this.gen;
     this.error = undefined;
     this.restartAt = undefined;
+    this.startAttempt = attempt;
     this.set('starting');
-    this.log(attempt === 0 ? 'starting the emulator' : `restarting the emulator (attempt ${attempt} of ${this.maxRestarts})`);
+    this.log(attempt === 0 ? 'starting the emulator' : `restarting the emulator (attempt ${attempt}${attempt <= this.maxRestarts ? ` of ${this.maxRestarts}` : ''})`);
     const p = (async (): Promise<Snapshot> => {
       const launching = this.launch({ attempt, previous: this.lastEndpoint });
       this.launching = launching;
@@ -316,7 +340,9 @@ export class Lifecycle {
 
   private scheduleRestart(): void {
     if (this.maxRestarts === 0) return this.giveUp('automatic restarts are off');
-    if (this.restarts >= this.maxRestarts) return this.giveUp(`gave up after ${this.restarts} automatic ${this.restarts === 1 ? 'restart' : 'restarts'}`);
+    if (this.restarts >= this.maxRestarts && !this.restartWithoutLimit()) {
+      return this.giveUp(`gave up after ${this.restarts} automatic ${this.restarts === 1 ? 'restart' : 'restarts'}`);
+    }
     this.restarts++;
     const delay = this.backoff(this.restarts);
     this.restartAt = this.now() + delay;

@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import { encodeRequest, resolveUrl } from '../../emulator/clients/transport';
 import { PROTOCOL_VERSION, type OpArgs, type OpResult, type ServerFrame } from '../../emulator/protocol';
 import { LineSplitter, classifyStderr, hostPort, parseCliLine } from './cliOutput';
+import { formatDuration } from './duration';
 import { LaunchError, type Endpoint, type ExitInfo, type Instance } from './lifecycle';
 import { MIN_NODE_MAJOR, nodeMajor, type EmulatorSource } from './locate';
 
@@ -176,10 +177,15 @@ export function probeNode(nodePath: string, execFile: typeof cp.execFile = cp.ex
 }
 
 export interface AttachOptions {
-  /** How long the WebSocket handshake may take. Default 3 s. */
+  /** How long the WebSocket handshake may take, and then the answer to hello. Default 3 s. */
   connectTimeoutMs?: number;
-  /** How often to ping it; a ping unanswered by the next one counts as gone. Default 15 s. */
+  /** How often to ping it. Default 15 s. */
   heartbeatMs?: number;
+  /**
+   * How many pings in a row may go unanswered before it counts as gone. Default 3 (about 45 s): one
+   * missed pong is often a busy or briefly paused emulator (a breakpoint), not a lost one.
+   */
+  missedPongs?: number;
 }
 
 /**
@@ -190,14 +196,17 @@ export interface AttachOptions {
  */
 export function attachEmulator(url: string, token: string | undefined, opts: AttachOptions = {}): Instance {
   const target = resolveUrl(url);
-  const ws = new WebSocket(target, { perMessageDeflate: false, handshakeTimeout: opts.connectTimeoutMs ?? 3000 });
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 3000;
+  const ws = new WebSocket(target, { perMessageDeflate: false, handshakeTimeout: connectTimeoutMs });
   let attached = false;
   let stopping = false;
   let heartbeat: NodeJS.Timeout | undefined;
+  let helloDeadline: NodeJS.Timeout | undefined;
   let resolveExit!: (i: ExitInfo) => void;
   const exited = new Promise<ExitInfo>((r) => (resolveExit = r));
   const ready = new Promise<Endpoint>((resolve, reject) => {
     const fail = (code: string | undefined, message: string) => {
+      clearTimeout(helloDeadline);
       reject(new LaunchError(code === 'unauthorized' ? 'unauthorized' : 'attach_failed', `cannot attach to the emulator at ${url}: ${message}`));
       ws.terminate();
     };
@@ -208,6 +217,10 @@ export function attachEmulator(url: string, token: string | undefined, opts: Att
       const args: OpArgs<'hello'> = { version: PROTOCOL_VERSION, client: 'vscode-probe' };
       if (token) args.token = token;
       ws.send(encodeRequest(1, 'hello', args));
+      // Something that upgrades but never answers (not an emulator, or a hung one) must not leave the start pending.
+      helloDeadline = setTimeout(() => {
+        if (!attached) fail(undefined, `it did not answer hello within ${formatDuration(connectTimeoutMs)}`);
+      }, connectTimeoutMs);
     });
     ws.on('message', (data) => {
       if (attached) return; // events or late answers: this socket only watches
@@ -220,19 +233,22 @@ export function attachEmulator(url: string, token: string | undefined, opts: Att
       if ('event' in frame || frame.id !== 1) return;
       if (!frame.ok) return fail(frame.error.code, frame.error.message);
       attached = true;
+      clearTimeout(helloDeadline);
       const { host, port } = hostPort(target);
       const info = frame.result as OpResult<'hello'>;
       resolve({ url: target, http: target.replace(/^ws/, 'http'), token: token ?? '', host, port, attached: true, source: 'attached', clock: info.clock });
-      let answered = true;
+      const allowed = Math.max(1, opts.missedPongs ?? 3);
+      let unanswered = 0;
       heartbeat = setInterval(() => {
-        if (!answered) return void ws.terminate(); // half-open: the close handler reports it
-        answered = false;
+        if (unanswered >= allowed) return void ws.terminate(); // gone, or half-open: the close handler reports it
+        unanswered++;
         ws.ping();
       }, opts.heartbeatMs ?? 15_000);
       heartbeat.unref?.();
-      ws.on('pong', () => (answered = true));
+      ws.on('pong', () => (unanswered = 0));
     });
     ws.on('close', () => {
+      clearTimeout(helloDeadline);
       if (heartbeat) clearInterval(heartbeat);
       if (!attached) fail(undefined, 'the emulator closed the connection');
       resolveExit(stopping ? { code: 0, signal: null } : { code: null, signal: null, reason: `lost the connection to the attached emulator at ${target}` });

@@ -65,6 +65,8 @@ export class EmulatorService {
     this.lifecycle = new Lifecycle({
       ...opts.lifecycle,
       maxRestarts: opts.lifecycle?.maxRestarts ?? (opts.getConfig().restartOnCrash ? 5 : 0),
+      // An attached emulator may be paused in a debugger or restarted by its owner: keep re-attaching.
+      restartWithoutLimit: opts.lifecycle?.restartWithoutLimit ?? (() => opts.getConfig().url.trim() !== ''),
       launch: (ctx) => this.launch(ctx),
     });
     this.lifecycle.onLog(log);
@@ -84,7 +86,7 @@ export class EmulatorService {
    * later restarts or starts, until another `port` or a change of the settings (`settingsChanged`).
    */
   start(opts: { port?: number } = {}): Promise<Snapshot> {
-    if (opts.port !== undefined) this.portOverride = opts.port;
+    this.choosePort(opts);
     return this.lifecycle.start();
   }
 
@@ -97,9 +99,14 @@ export class EmulatorService {
     return this.lifecycle.stop();
   }
 
-  async restart(opts: { port?: number } = {}): Promise<Snapshot> {
-    await this.lifecycle.stop();
-    return this.start(opts);
+  /** Stop and start again (`port` as for start); the Restart command runs this. */
+  restart(opts: { port?: number } = {}): Promise<Snapshot> {
+    this.choosePort(opts);
+    return this.lifecycle.restart();
+  }
+
+  private choosePort(opts: { port?: number }): void {
+    if (opts.port !== undefined) this.portOverride = opts.port;
   }
 
   async dispose(): Promise<void> {

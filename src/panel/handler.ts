@@ -3,12 +3,13 @@
 // (a modal confirmation, a save dialog, a progress notification) come in through `PanelUi`,
 // so this module is unit-tested with a fake Transport and a fake UI.
 
-import type { ChangeEvent, MessageState, MessageView, QueueRef, ServerEvent } from '../../emulator/protocol';
+import type { ChangeEvent, Dialect, MessageState, MessageView, QueueRef, ServerEvent } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import type { Snapshot } from '../core/lifecycle';
 import {
   ALL_STATES,
   MAX_PAGE_SIZE,
+  deadWords,
   isPanelRequest,
   type ExportFormat,
   type HostMessage,
@@ -20,6 +21,7 @@ import {
   type PanelTab,
 } from './messages';
 import { validatePushForm } from './validate';
+import { batchDebounce, type Debounced, type Timers } from '../core/debounce';
 
 export interface SaveTarget {
   /** Where it went, for the user (a path). */
@@ -51,7 +53,11 @@ export interface PanelHandlerOptions {
   post(message: HostMessage): void;
   /** Change events within this window are sent as one. Default 200 ms. */
   debounceMs?: number;
+  /** For tests: the timers of that window. */
+  timers?: Timers;
 }
+
+type PendingChange = { kinds: string[]; ids: string[]; counts: ChangeEvent['counts']; at: number };
 
 /** What open panels are told for a lifecycle state: up while running, else down and why. */
 export function connectionNotice(s: Pick<Snapshot, 'state' | 'restartAt'>): { up: boolean; message?: string } {
@@ -105,13 +111,14 @@ export class PanelHandler {
   private readonly getTransport: () => Transport | undefined;
   private readonly ui: PanelUi;
   private readonly post: (m: HostMessage) => void;
-  private readonly debounceMs: number;
 
   private live: { transport: Transport; offEvent: () => void; offReconnect: () => void; subscription: string | null } | null = null;
-  private pendingChange: { kinds: Set<string>; ids: Set<string>; counts: ChangeEvent['counts']; at: number } | null = null;
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  /** A throttle, not a pure debounce: a steady stream of events still sends one every window. */
+  private readonly changes: Debounced<PendingChange>;
   private disposed = false;
-  private down = false;
+  /** What the webview was last told while down (undefined: up). */
+  private downMessage: string | undefined;
+  private dialect: Dialect | undefined;
   /** A tab asked for while the webview was not loaded: the next `init` answers with it. */
   private pendingTab: PanelTab | undefined;
 
@@ -121,7 +128,7 @@ export class PanelHandler {
     this.getTransport = typeof t === 'function' ? t : () => t;
     this.ui = opts.ui;
     this.post = opts.post;
-    this.debounceMs = opts.debounceMs ?? 200;
+    this.changes = batchDebounce(opts.debounceMs ?? 200, (batch) => this.postChanges(batch), opts.timers);
   }
 
   /** Handle one message from the webview; posts the response. Never throws. */
@@ -133,7 +140,7 @@ export class PanelHandler {
       if (!this.disposed) this.post({ type: 'response', requestId, ok: true, result });
     } catch (e) {
       const error = toPanelError(e);
-      if (error.code === 'unavailable') this.setDown(error.message);
+      if (error.code === 'unavailable') this.setDown(error.message, false);
       if (!this.disposed) this.post({ type: 'response', requestId, ok: false, error });
     }
   }
@@ -151,6 +158,7 @@ export class PanelHandler {
             t.request('queue.get', this.ref),
             t.request('clock.now', {}).then((c) => c.now, () => Date.now()),
           ]);
+          this.dialect = queue.dialect;
           const tab = this.pendingTab;
           this.pendingTab = undefined;
           return { ref: this.ref, queue, now, ...(tab ? { tab } : {}) };
@@ -185,7 +193,7 @@ export class PanelHandler {
       }
     };
     const result = await run();
-    if (this.down) this.setUp();
+    this.setUp();
     return result as PanelResult<K>;
   }
 
@@ -210,8 +218,7 @@ export class PanelHandler {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.changes.cancel();
     this.dropLive();
   }
 
@@ -311,12 +318,12 @@ export class PanelHandler {
       const total = (await t.request('stats', this.ref)).counts.dead;
       if (total === 0) return { replayed: 0 };
       const ok = await this.ui.confirm(
-        `Replay all ${plural(total, 'dead letter')} of ${this.ref.queue}?`,
+        `Replay all ${this.dead(total)} of ${this.ref.queue}?`,
         'They go back to the queue as ready messages and will be delivered again.',
         'Replay all',
       );
       if (!ok) throw cancelled();
-      return this.ui.withProgress(`Replaying dead letters of ${this.ref.queue}`, async (progress) => {
+      return this.ui.withProgress(`Replaying ${this.words().many} of ${this.ref.queue}`, async (progress) => {
         let replayed = 0;
         while (replayed < total && !progress.cancelled) {
           const r = await t.request('dead.replay', { ...this.ref, max: Math.min(CHUNK.replayAll, total - replayed) });
@@ -328,7 +335,7 @@ export class PanelHandler {
         return { replayed };
       });
     }
-    if (!isStringArray(a.ids) || a.ids.length === 0) throw bad('Select the dead letters to replay');
+    if (!isStringArray(a.ids) || a.ids.length === 0) throw bad(`Select the ${this.words().many} to replay`);
     const ids = [...new Set(a.ids)];
     const run = async (progress?: ProgressReporter) => {
       let replayed = 0;
@@ -342,28 +349,28 @@ export class PanelHandler {
       }
       return { replayed };
     };
-    return ids.length <= CHUNK.ids ? run() : this.ui.withProgress(`Replaying ${plural(ids.length, 'dead letter')}`, run);
+    return ids.length <= CHUNK.ids ? run() : this.ui.withProgress(`Replaying ${this.dead(ids.length)}`, run);
   }
 
   private async purgeDead(t: Transport, a: Record<string, unknown>, requestId: string) {
     if (a.all === true) {
       const total = (await t.request('stats', this.ref)).counts.dead;
       const ok = await this.ui.confirm(
-        `Purge all ${plural(total, 'dead letter')} of ${this.ref.queue}?`,
+        `Purge all ${this.dead(total)} of ${this.ref.queue}?`,
         'They are deleted for good. This cannot be undone.',
         'Purge all',
       );
       if (!ok) throw cancelled();
-      return this.ui.withProgress(`Purging dead letters of ${this.ref.queue}`, async () => {
+      return this.ui.withProgress(`Purging ${this.words().many} of ${this.ref.queue}`, async () => {
         const r = await t.request('dead.purge', { ...this.ref });
         this.progress(requestId, r.purged, r.purged, 'Purged');
         return { purged: r.purged };
       });
     }
-    if (!isStringArray(a.ids) || a.ids.length === 0) throw bad('Select the dead letters to discard');
+    if (!isStringArray(a.ids) || a.ids.length === 0) throw bad(`Select the ${this.words().many} to discard`);
     const ids = [...new Set(a.ids)];
     const ok = await this.ui.confirm(
-      `Discard ${plural(ids.length, 'dead letter')} from ${this.ref.queue}?`,
+      `Discard ${this.dead(ids.length)} from ${this.ref.queue}?`,
       'They are deleted for good. This cannot be undone.',
       'Discard',
     );
@@ -380,7 +387,7 @@ export class PanelHandler {
       }
       return { purged };
     };
-    return ids.length <= CHUNK.ids ? run() : this.ui.withProgress(`Discarding ${plural(ids.length, 'dead letter')}`, run);
+    return ids.length <= CHUNK.ids ? run() : this.ui.withProgress(`Discarding ${this.dead(ids.length)}`, run);
   }
 
   private async purgeLive(t: Transport) {
@@ -388,7 +395,7 @@ export class PanelHandler {
     const live = counts.ready + counts.delayed + counts.leased;
     const ok = await this.ui.confirm(
       `Purge ${plural(live, 'live message')} from ${this.ref.queue}?`,
-      'Ready, delayed and leased messages are deleted for good (dead letters stay). This cannot be undone.',
+      `Ready, delayed and leased messages are deleted for good (${this.words().many} stay). This cannot be undone.`,
       'Purge',
     );
     if (!ok) throw cancelled();
@@ -457,6 +464,15 @@ export class PanelHandler {
     return { exported: out.length, target: target.label };
   }
 
+  /** The queue's words for its dead letters ("failed messages" for env), known from `init`. */
+  private words() {
+    return deadWords(this.dialect);
+  }
+
+  private dead(n: number): string {
+    return plural(n, this.words().one, this.words().many);
+  }
+
   private progress(requestId: string, done: number, total: number | null, label: string) {
     if (requestId && !this.disposed) this.post({ type: 'event', event: 'progress', requestId, done, total, label });
   }
@@ -473,7 +489,7 @@ export class PanelHandler {
       offReconnect: t.onReconnect(() => {
         this.subscribe(live);
         this.setUp();
-        this.queueChange({ kinds: ['reconnected'], ids: [], counts: null, at: Date.now() });
+        this.changes.add({ kinds: ['reconnected'], ids: [], counts: null, at: Date.now() });
       }),
     };
     this.live = live;
@@ -512,39 +528,44 @@ export class PanelHandler {
     // Several subscriptions on one connection (the tree's, another panel's) each get a copy.
     if (this.live?.subscription && ev.subscription !== this.live.subscription) return;
     if (ev.kind === 'queue_deleted') {
+      // A change still waiting in the throttle is about the queue that is gone: sent after `deleted`,
+      // it would read as the queue being back.
+      this.changes.cancel();
       this.post({ type: 'event', event: 'deleted' });
       return;
     }
-    this.queueChange({ kinds: [ev.kind], ids: ev.ids ?? [], counts: ev.counts, at: ev.at });
+    this.changes.add({ kinds: [ev.kind], ids: ev.ids ?? [], counts: ev.counts, at: ev.at });
   }
 
-  private queueChange(c: { kinds: string[]; ids: string[]; counts: ChangeEvent['counts']; at: number }) {
-    const p = (this.pendingChange ??= { kinds: new Set(), ids: new Set(), counts: null, at: 0 });
-    for (const k of c.kinds) p.kinds.add(k);
-    for (const id of c.ids) if (p.ids.size < 1000) p.ids.add(id);
-    if (c.counts) p.counts = c.counts;
-    p.at = Math.max(p.at, c.at);
-    // A throttle, not a pure debounce: a steady stream of events still refreshes every window.
-    if (!this.timer) this.timer = setTimeout(() => this.flush(), this.debounceMs);
+  private postChanges(batch: PendingChange[]) {
+    if (this.disposed) return;
+    const kinds = new Set<string>();
+    const ids = new Set<string>();
+    let counts: ChangeEvent['counts'] = null;
+    let at = 0;
+    for (const c of batch) {
+      for (const k of c.kinds) kinds.add(k);
+      for (const id of c.ids) if (ids.size < 1000) ids.add(id);
+      if (c.counts) counts = c.counts;
+      at = Math.max(at, c.at);
+    }
+    this.post({ type: 'event', event: 'changed', kinds: [...kinds], ids: [...ids], counts, at });
   }
 
-  private flush() {
-    this.timer = null;
-    const p = this.pendingChange;
-    this.pendingChange = null;
-    if (!p || this.disposed) return;
-    this.post({ type: 'event', event: 'changed', kinds: [...p.kinds], ids: [...p.ids], counts: p.counts, at: p.at });
-  }
-
-  private setDown(message: string) {
-    if (this.down) return;
-    this.down = true;
+  /**
+   * Tell the webview it is down, and again when the lifecycle's reason changes (stopping → stopped,
+   * restarting → gave up). A failed request (`replace` false) only says so when it was up: its
+   * generic "not running" must not hide the lifecycle's reason.
+   */
+  private setDown(message: string, replace = true) {
+    if (this.downMessage !== undefined && (!replace || this.downMessage === message)) return;
+    this.downMessage = message;
     if (!this.disposed) this.post({ type: 'event', event: 'connection', state: 'down', message });
   }
 
   private setUp() {
-    if (!this.down) return;
-    this.down = false;
+    if (this.downMessage === undefined) return;
+    this.downMessage = undefined;
     if (!this.disposed) this.post({ type: 'event', event: 'connection', state: 'up' });
   }
 }

@@ -129,7 +129,7 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
           <button id="dead-next" class="secondary" aria-label="Next page">Next ›</button>
         </div>
       </div>
-      <aside class="detail" id="dead-detail" aria-label="Dead letter detail"><div class="placeholder">Select a dead letter to see why it failed.</div></aside>
+      <aside class="detail" id="dead-detail" aria-label="Dead letter detail"><div class="placeholder" id="dead-hint">Select a dead letter to see why it failed.</div></aside>
     </div>
   </section>
 

@@ -7,6 +7,8 @@ import {
   PAGE_SIZES,
   PANEL_TABS,
   deadAreaLabel,
+  deadNoun,
+  deadWords,
   isPanelTab,
   type HostMessage,
   type MessageState,
@@ -134,8 +136,12 @@ function fail(e: unknown, what: string) {
       show($('toast'), false);
       return;
     }
-    // The banner says it (and the retries while down would toast every few seconds).
-    if (e.code === 'unavailable') return setDown(e.message);
+    // The banner says it (and the retries while down would toast every few seconds); a reason
+    // the host gave stays (a retry's "not running" says less).
+    if (e.code === 'unavailable') {
+      if (!st.down) setDown(e.message);
+      return;
+    }
     toast(`${what}: ${e.message}`, 'error');
   } else toast(`${what}: ${e instanceof Error ? e.message : String(e)}`, 'error');
 }
@@ -155,7 +161,7 @@ function setUp() {
 }
 
 setInterval(() => {
-  if (st.down && !st.deleted) void init();
+  if (st.down && !st.deleted && !initRun) void init();
 }, 5000);
 
 // ---- header ---------------------------------------------------------------------------------
@@ -172,7 +178,7 @@ function renderCounts() {
     item('ready', 'Ready', num(c.ready), 'Ready to be delivered'),
     item('delayed', 'Delayed', num(c.delayed), 'Not visible until their delay ends'),
     item('leased', 'In flight', num(c.leased), 'Leased by a consumer'),
-    item('dead', 'Dead', num(c.dead), 'In the dead-letter queue'),
+    item('dead', words().short, num(c.dead), capital(words().where)),
     item('wait', 'Oldest wait', duration(c.oldestReadyAgeMs), 'How long the oldest ready message has waited'));
   $('dead-pill').textContent = c.dead ? num(c.dead) : '';
   renderStateChips();
@@ -394,12 +400,14 @@ async function loadDetail(which: 'messages' | 'dead', id: string, loading = true
 
 /** env queues call their dead letters "failed" (as the tree does). */
 const isEnv = () => st.queue?.dialect === 'env';
-const deadNoun = (n: number) => (isEnv() ? (n === 1 ? 'failed message' : 'failed messages') : n === 1 ? 'dead letter' : 'dead letters');
+const words = () => deadWords(st.queue?.dialect);
+const capital = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
 
 function renderDeadArea() {
   $('dead-label').textContent = deadAreaLabel(st.queue?.dialect);
-  const placeholder = $('dead-detail').querySelector('.placeholder');
-  if (placeholder) placeholder.textContent = `Select a ${deadNoun(1)} to see why it failed.`;
+  // Only the first hint: once a detail was shown (or said the message is gone) it stays.
+  const hint = document.getElementById('dead-hint');
+  if (hint) hint.textContent = `Select a ${words().one} to see why it failed.`;
 }
 
 async function loadDead(): Promise<void> {
@@ -420,7 +428,7 @@ async function loadDead(): Promise<void> {
     setUp();
     if (p.detailId && st.tab === 'dead') void loadDetail('dead', p.detailId, false);
   } catch (e) {
-    if (seq === p.seq) fail(e, 'Could not list dead letters');
+    if (seq === p.seq) fail(e, `Could not list ${words().many}`);
   } finally {
     if (seq === p.seq) setLoading('dead', false);
   }
@@ -490,7 +498,7 @@ async function discard(ids: string[] | 'all', button: HTMLButtonElement | null) 
   try {
     const r = await busy(button, ids === 'all' ? 'Purging…' : 'Discarding…', () => request('dead.purge', ids === 'all' ? { all: true } : { ids }, onProgress));
     if (!r) return;
-    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} ${deadNoun(r.purged)}.`);
+    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} ${deadNoun(st.queue?.dialect, r.purged)}.`);
     if (ids === 'all') st.dead.selected.clear();
     else for (const id of ids) st.dead.selected.delete(id);
     scheduleRefresh(0);
@@ -575,7 +583,7 @@ function renderCards() {
   replace($('metric-cards'),
     card('Depth', c ? num(c.depth) : '—', c ? `${num(c.ready)} ready · ${num(c.delayed)} delayed` : '', 'depth'),
     card('In flight', c ? num(c.leased) : '—', 'leased now'),
-    card('Dead', c ? num(c.dead) : '—', 'in the dead-letter queue', 'dead'),
+    card(words().short, c ? num(c.dead) : '—', words().where, 'dead'),
     card('Oldest wait', c ? duration(c.oldestReadyAgeMs) : '—', 'of a ready message', 'wait'),
     card('24 h peak depth', num(peak), 'highest in a half hour', 'depth'),
     card('24 h longest wait', duration(wait), 'of the oldest message', 'wait'));
@@ -640,7 +648,9 @@ function onHostEvent(e: PanelEvent) {
   switch (e.event) {
     case 'changed':
       if (st.deleted) {
-        // The queue exists again (recreated under the same name): start over.
+        // Only a creation brings it back (recreated under the same name): start over. Anything
+        // else is a late word about the deleted queue.
+        if (!e.kinds.includes('queue_created')) return;
         st.deleted = false;
         show($('banner'), false);
         show($('banner-retry'), true);
@@ -672,10 +682,35 @@ function onHostEvent(e: PanelEvent) {
     case 'show':
       setTab(e.tab);
       return;
+    default: {
+      // Every event is handled above: a new kind of PanelEvent fails to compile here.
+      const unhandled: never = e;
+      return unhandled;
+    }
   }
 }
 
-async function init() {
+let initRun: Promise<boolean> | null = null;
+let initAgain = false;
+/**
+ * (Re)load the queue and the visible tab. One at a time: asked again while one runs (the host posts
+ * `up` just before it answers the very init that brought it back) it waits for that one, and runs
+ * again only if that one failed.
+ */
+async function init(): Promise<void> {
+  if (initRun) {
+    initAgain = true;
+    await initRun;
+    return;
+  }
+  initAgain = false;
+  initRun = loadQueue();
+  const ok = await initRun;
+  initRun = null;
+  if (!ok && initAgain) await init();
+}
+
+async function loadQueue(): Promise<boolean> {
   try {
     const r = await request('init', {});
     st.queue = r.queue;
@@ -689,11 +724,13 @@ async function init() {
     // The host opened the panel on a tab (Show Audit Log, Show Depth and Lag Chart).
     if (r.tab && r.tab !== st.tab) setTab(r.tab);
     else await refreshTab();
+    return true;
   } catch (e) {
     if (e instanceof RequestError && e.code === 'not_found') {
       $('banner-text').textContent = `Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`;
       show($('banner'), true);
     } else fail(e, 'Could not open the queue');
+    return false;
   }
 }
 

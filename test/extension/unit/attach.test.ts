@@ -71,20 +71,91 @@ describe('extension: attaching to a running emulator', function () {
     await assert.rejects(attachEmulator(`ws://127.0.0.1:${port}`, emu.token).ready, (e: LaunchError) => e.code === 'attach_failed');
   });
 
-  it('an emulator that stops answering pings (a half-open connection) counts as gone', async () => {
-    // A stand-in that answers hello and then goes silent: no pongs.
+  /**
+   * A stand-in emulator: answers hello (unless `hello` is false) and answers the pings `pong` says
+   * to (by their number, from 1). It counts the pings and notes when the client hangs up.
+   */
+  async function standIn(o: { hello?: boolean; pong?: (n: number) => boolean } = {}) {
     const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', autoPong: false });
     await new Promise((r) => wss.once('listening', r));
-    wss.on('connection', (sock) => sock.on('message', () => sock.send(JSON.stringify({ id: 1, ok: true, result: { clock: 'system' } }))));
+    const seen = { pings: 0, closed: false };
+    const pingListeners = new Set<() => void>();
+    let onClose!: () => void;
+    const closed = new Promise<void>((r) => (onClose = r));
+    wss.on('connection', (sock) => {
+      if (o.hello !== false) sock.on('message', () => sock.send(JSON.stringify({ id: 1, ok: true, result: { clock: 'system' } })));
+      sock.on('ping', () => {
+        seen.pings++;
+        if (o.pong?.(seen.pings)) sock.pong();
+        for (const l of pingListeners) l();
+      });
+      sock.on('close', () => {
+        seen.closed = true;
+        onClose();
+      });
+    });
+    return {
+      url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`,
+      seen,
+      closed,
+      /** Resolves once the client has sent `n` pings. */
+      pings: (n: number) =>
+        new Promise<void>((resolve) => {
+          const check = () => seen.pings >= n && (pingListeners.delete(check), resolve());
+          pingListeners.add(check);
+          check();
+        }),
+      close: async () => {
+        for (const c of wss.clients) c.terminate();
+        await new Promise((r) => wss.close(r));
+      },
+    };
+  }
+
+  it('an emulator that stops answering pings (a half-open connection) counts as gone after `missedPongs` in a row', async () => {
+    const s = await standIn({ pong: () => false });
     try {
-      const port = (wss.address() as { port: number }).port;
-      const inst = attachEmulator(`ws://127.0.0.1:${port}`, 't', { heartbeatMs: 20 });
+      const inst = attachEmulator(s.url, 't', { heartbeatMs: 20, missedPongs: 3 });
       await within(inst.ready, 5000, 'ready');
       const info = await within(inst.exited, 5000, 'exited after unanswered pings');
       assert.match(info.reason ?? '', /lost the connection/);
+      assert.equal(s.seen.pings, 3, 'three unanswered pings, then it hung up');
     } finally {
-      for (const c of wss.clients) c.terminate();
-      await new Promise((r) => wss.close(r));
+      await s.close();
+    }
+  });
+
+  it('a few missed pongs (a busy or briefly paused emulator) are not a loss: an answer resets the count', async () => {
+    // Every other ping goes unanswered (and an answer may come a ping late): never three in a row.
+    const s = await standIn({ pong: (n) => n % 2 === 0 });
+    try {
+      const inst = attachEmulator(s.url, 't', { heartbeatMs: 20, missedPongs: 3 });
+      await within(inst.ready, 5000, 'ready');
+      let exited = false;
+      void inst.exited.then(() => (exited = true));
+      await within(s.pings(9), 5000, 'nine pings');
+      assert.equal(exited, false);
+      assert.equal(s.seen.closed, false);
+      await inst.stop();
+      assert.deepEqual(await inst.exited, { code: 0, signal: null });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a server that upgrades but never answers hello fails the attach (attach_failed) after the connect timeout, and is hung up on', async () => {
+    const s = await standIn({ hello: false });
+    try {
+      const inst = attachEmulator(s.url, 't', { connectTimeoutMs: 50 });
+      await within(
+        assert.rejects(inst.ready, (e: LaunchError) => e.code === 'attach_failed' && /did not answer hello within 50 ms/.test(e.message)),
+        5000,
+        'the attach to fail',
+      );
+      await within(s.closed, 5000, 'the socket closed');
+      assert.equal((await within(inst.exited, 5000, 'exited')).code, null);
+    } finally {
+      await s.close();
     }
   });
 

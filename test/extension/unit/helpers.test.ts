@@ -123,6 +123,16 @@ describe('extension: failure explanations', () => {
     assert.deepEqual(ex.actions, ['useFreePort', 'changePort']);
   });
 
+  it('a crash points to the output for an emulator we ran; for a lost attach, to the emulator itself', () => {
+    const ran = explainFailure({ code: 'crashed', message: 'the emulator exited unexpectedly (exit code 1); automatic restarts are off' }, { source: 'packaged' });
+    assert.match(ran.message, /The Quayside output has what it printed/);
+    const lost = explainFailure({ code: 'crashed', message: 'lost the connection to the attached emulator at ws://127.0.0.1:7433; automatic restarts are off' }, { source: 'attached' });
+    assert.doesNotMatch(lost.message, /output/, 'an attached emulator prints nothing into our output');
+    assert.match(lost.message, /^Lost the connection to the attached emulator at ws:\/\/127\.0\.0\.1:7433; automatic restarts are off\. It stopped answering: it was stopped, or it is paused/);
+    assert.match(lost.message, /quayside\.url/);
+    assert.deepEqual(lost.actions, ['retry', 'openSettings']);
+  });
+
   it('no node says how to fix it', () => {
     const ex = explainFailure({ code: 'node_not_found', message: '"node" is not on PATH' });
     assert.match(ex.message, /quayside\.nodePath/);

@@ -15,6 +15,9 @@ function manualTimers() {
     get count() {
       return pending.size;
     },
+    get delays() {
+      return [...pending].map((t) => t.ms);
+    },
     fireAll() {
       const due = [...pending];
       pending.clear();
@@ -23,7 +26,7 @@ function manualTimers() {
   };
 }
 
-function setup(opts: { maxRestarts?: number; stableMs?: number; now?: () => number; timers?: ReturnType<typeof manualTimers> } = {}) {
+function setup(opts: { maxRestarts?: number; stableMs?: number; now?: () => number; timers?: ReturnType<typeof manualTimers>; backoffMs?: (n: number) => number; restartWithoutLimit?: () => boolean } = {}) {
   const instances: FakeInstance[] = [];
   const states: string[] = [];
   let launchHook: ((ctx: LaunchContext) => Promise<void>) | undefined;
@@ -34,8 +37,9 @@ function setup(opts: { maxRestarts?: number; stableMs?: number; now?: () => numb
       instances.push(i);
       return i;
     },
-    backoffMs: (n) => n * 5,
+    backoffMs: opts.backoffMs ?? ((n) => n * 5),
     maxRestarts: opts.maxRestarts ?? 3,
+    restartWithoutLimit: opts.restartWithoutLimit,
     stableMs: opts.stableMs ?? 60_000,
     now: opts.now,
     setTimer: opts.timers?.setTimer,
@@ -49,7 +53,16 @@ function setup(opts: { maxRestarts?: number; stableMs?: number; now?: () => numb
     instances[instances.length - 1].listen();
     return p;
   };
-  return { lc, instances, states, running, setLaunchHook: (h: typeof launchHook) => (launchHook = h) };
+  /** Run, crash, and let the automatic restart (with `timers`) begin: the lifecycle is then starting attempt 1. */
+  const restarting = async () => {
+    await running();
+    instances[0].exit(1);
+    await waitFor(lc, (s) => s.state === 'crashed');
+    opts.timers!.fireAll();
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+  };
+  return { lc, instances, states, running, restarting, setLaunchHook: (h: typeof launchHook) => (launchHook = h) };
 }
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
@@ -208,13 +221,8 @@ describe('extension: emulator lifecycle', () => {
 
   it('a crash-restart that hits a permanent failure (native module) stops retrying, visibly: crashed, no restart pending, saying why', async () => {
     const timers = manualTimers();
-    const { lc, instances, states, running } = setup({ timers });
-    await running();
-    instances[0].exit(1);
-    await waitFor(lc, (s) => s.state === 'crashed');
-    timers.fireAll();
-    await waitFor(lc, (s) => s.state === 'starting');
-    await tick();
+    const { lc, instances, states, restarting } = setup({ timers });
+    await restarting();
     instances[1].fail(new LaunchError('native_module', 'better-sqlite3 does not load'));
     const s = await waitFor(lc, (s) => s.state !== 'starting');
     assert.equal(s.state, 'crashed');
@@ -262,6 +270,93 @@ describe('extension: emulator lifecycle', () => {
     assert.equal(sa.state, 'running');
     assert.equal(sa.endpoint?.port, 7700);
     assert.equal(instances[1].stopped, false, 'the one running emulator is left running');
+  });
+
+  it('a manual start during an automatic restart replaces it: the restart is stopped, attempt 0 runs, the count resets', async () => {
+    const timers = manualTimers();
+    const { lc, instances, states, restarting } = setup({ timers });
+    // What the commands report: a crash given up on (the crash listener) and a failed start (its caller).
+    const gaveUp: Snapshot[] = [];
+    lc.onDidChange((s) => s.state === 'crashed' && s.restartAt === undefined && gaveUp.push(s));
+    await restarting();
+    assert.equal(instances[1].ctx.attempt, 1);
+    assert.equal(lc.snapshot().restarts, 1);
+
+    const manual = lc.start();
+    await waitFor(lc, (s) => s.state === 'starting' && s.restarts === 0);
+    await tick();
+    assert.ok(instances[1].stopped, 'the half-started restart is stopped (it would hold the port)');
+    assert.equal(instances.length, 3);
+    assert.equal(instances[2].ctx.attempt, 0, 'a fresh attempt, as the user asked');
+    assert.equal(lc.snapshot().restarts, 0);
+    // A failure a retry cannot fix: the caller learns it (once); nothing gives up or retries behind it.
+    instances[2].fail(new LaunchError('native_module', 'better-sqlite3 does not load'));
+    const s = await manual;
+    assert.equal(s.state, 'stopped');
+    assert.equal(s.error?.code, 'native_module');
+    assert.deepEqual(gaveUp, []);
+    assert.equal(timers.count, 0);
+    assert.deepEqual(states, ['starting', 'running', 'crashed', 'starting', 'stopping', 'stopped', 'starting', 'stopped']);
+  });
+
+  it('a manual start that fails in a way a retry might fix is not retried: stopped, with the error', async () => {
+    const timers = manualTimers();
+    const { lc, instances, restarting } = setup({ timers });
+    await restarting();
+    const a = lc.start();
+    const b = lc.start();
+    await waitFor(lc, (s) => s.state === 'starting' && s.restarts === 0);
+    await tick();
+    assert.equal(instances.length, 3, 'two manual starts launch once');
+    instances[2].fail(new LaunchError('exited', 'the emulator exited before it listened (exit code 1)'));
+    const [sa, sb] = await Promise.all([a, b]);
+    assert.deepEqual(sa, sb);
+    assert.equal(sa.state, 'stopped');
+    assert.equal(sa.restartAt, undefined);
+    assert.equal(timers.count, 0, 'no automatic retry of a start the user asked for');
+  });
+
+  it('a manual start while a restart is pending cancels it and starts at once', async () => {
+    const timers = manualTimers();
+    const { lc, instances, running } = setup({ timers });
+    await running();
+    instances[0].exit(1);
+    await waitFor(lc, (s) => s.state === 'crashed');
+    assert.equal(timers.count, 1);
+    const p = lc.start();
+    assert.equal(timers.count, 0, 'the pending restart is cancelled');
+    await tick();
+    assert.equal(instances[1].ctx.attempt, 0);
+    instances[1].listen();
+    const s = await p;
+    assert.equal(s.state, 'running');
+    assert.equal(s.restarts, 0);
+  });
+
+  it('with restartWithoutLimit (an attached emulator) it keeps restarting past maxRestarts at the capped back-off; a permanent failure still stops it', async () => {
+    const timers = manualTimers();
+    const { lc, instances, running } = setup({ timers, maxRestarts: 2, backoffMs: defaultBackoff, restartWithoutLimit: () => true });
+    await running();
+    instances[0].exit(1);
+    await waitFor(lc, (s) => s.state === 'crashed');
+    for (let n = 1; n <= 8; n++) {
+      assert.deepEqual(timers.delays, [defaultBackoff(n)]);
+      timers.fireAll();
+      await waitFor(lc, (s) => s.state === 'starting');
+      await tick();
+      instances[n].fail(new LaunchError('attach_failed', 'cannot attach: ECONNREFUSED'));
+      const s = await waitFor(lc, (s) => s.state === 'crashed');
+      assert.ok(s.restartAt, `restart ${n} failed and another is scheduled`);
+    }
+    assert.deepEqual(timers.delays, [30_000], 'capped');
+    timers.fireAll();
+    await waitFor(lc, (s) => s.state === 'starting');
+    await tick();
+    instances[9].fail(new LaunchError('unauthorized', 'the token is refused'));
+    const s = await waitFor(lc, (s) => s.state === 'crashed');
+    assert.equal(s.restartAt, undefined);
+    assert.equal(s.error?.code, 'unauthorized');
+    assert.equal(timers.count, 0);
   });
 
   it('stop while crashed cancels the pending restart', async () => {

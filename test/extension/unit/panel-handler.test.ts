@@ -33,11 +33,28 @@ class FakeUi implements PanelUi {
   }
 }
 
-function setup(opts: { debounceMs?: number } = {}) {
+/** The handler's throttle timers, fired by hand. */
+function manualTimers() {
+  const pending = new Set<() => void>();
+  return {
+    set: (fn: () => void) => (pending.add(fn), fn),
+    clear: (t: unknown) => void pending.delete(t as () => void),
+    get count() {
+      return pending.size;
+    },
+    fireAll() {
+      const due = [...pending];
+      pending.clear();
+      for (const fn of due) fn();
+    },
+  };
+}
+
+function setup(opts: { debounceMs?: number; timers?: ReturnType<typeof manualTimers> } = {}) {
   const t = new FakeTransport();
   const ui = new FakeUi();
   const posted: HostMessage[] = [];
-  const handler = new PanelHandler({ ref: { namespace: 'demo', queue: 'jobs' }, transport: t, ui, post: (m) => posted.push(m), debounceMs: opts.debounceMs ?? 20 });
+  const handler = new PanelHandler({ ref: { namespace: 'demo', queue: 'jobs' }, transport: t, ui, post: (m) => posted.push(m), debounceMs: opts.debounceMs ?? 20, timers: opts.timers });
   const responses = () => posted.filter((m): m is PanelResponse => m.type === 'response');
   const events = () => posted.filter((m): m is PanelEvent => m.type === 'event');
   return { t, ui, posted, handler, responses, events };
@@ -166,6 +183,26 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
+  it('an env queue\'s confirmations and progress say "failed messages", as its panel and tree do', async () => {
+    const { handler, t, ui } = setup();
+    t.dialect = 'env';
+    const dead = fillDead(t, 3);
+    await handler.dispatch('init', {});
+    await handler.dispatch('dead.purge', { ids: [dead[0].id] });
+    await handler.dispatch('dead.replay', { all: true });
+    fillDead(t, 1);
+    await handler.dispatch('dead.purge', { all: true });
+    await handler.dispatch('purge', {});
+    assert.deepEqual(
+      ui.confirms.map((c) => c.message),
+      ['Discard 1 failed message from jobs?', 'Replay all 2 failed messages of jobs?', 'Purge all 1 failed message of jobs?', 'Purge 2 live messages from jobs?'],
+    );
+    assert.match(ui.confirms[3].detail, /\(failed messages stay\)/);
+    assert.deepEqual(ui.progressTitles, ['Replaying failed messages of jobs', 'Purging failed messages of jobs', 'Purging jobs']);
+    await assert.rejects(handler.dispatch('dead.replay', { ids: [] }), (e: any) => e.message === 'Select the failed messages to replay');
+    handler.dispose();
+  });
+
   it('discard selected and purge all are confirmed with a modal first; "no" sends nothing', async () => {
     const { handler, t, ui } = setup();
     const dead = fillDead(t, 3);
@@ -249,6 +286,24 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
+  it('a queue deleted while a change waits in the throttle: only `deleted` is sent (the late change would read as the queue being back)', async () => {
+    const timers = manualTimers();
+    const { handler, t, events } = setup({ timers });
+    await handler.dispatch('init', {});
+    await tick();
+    t.emitChange('pushed', ['m1']);
+    assert.equal(timers.count, 1);
+    t.emitChange('queue_deleted');
+    assert.equal(timers.count, 0, 'the throttle timer is cancelled');
+    timers.fireAll();
+    assert.deepEqual(events(), [{ type: 'event', event: 'deleted' }]);
+    // Created again: its changes flow as before.
+    t.emitChange('queue_created');
+    timers.fireAll();
+    assert.deepEqual((events().at(-1) as any).kinds, ['queue_created']);
+    handler.dispose();
+  });
+
   it('ignores copies of events meant for other subscriptions on the same connection', async () => {
     const { handler, t, events } = setup({ debounceMs: 10 });
     await handler.dispatch('init', {});
@@ -292,15 +347,25 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
-  it('is told the emulator stopped or runs again (once each), and what the lifecycle states mean for it', () => {
-    const { handler, events } = setup();
+  it('is told the emulator stopped (again when the reason changes) or runs again (once), and what the lifecycle states mean for it', async () => {
+    const { handler, events, responses, t } = setup();
+    t.failNext.set('stats', new QuaysideError('unavailable', 'the Quayside emulator is not running'));
+    handler.setConnection(false, 'the emulator is stopping');
     handler.setConnection(false, 'the emulator is stopped');
     handler.setConnection(false, 'the emulator is stopped');
     handler.setConnection(true);
     handler.setConnection(true);
+    handler.setConnection(false, 'the emulator crashed; restarting it…');
+    handler.setConnection(false, 'the emulator crashed');
+    // The webview's retry fails meanwhile: its generic reason does not replace the lifecycle's.
+    await handler.handleMessage({ type: 'request', requestId: 'r', op: 'stats', args: {} });
+    assert.equal((responses()[0] as any).error.code, 'unavailable');
     assert.deepEqual(events(), [
+      { type: 'event', event: 'connection', state: 'down', message: 'the emulator is stopping' },
       { type: 'event', event: 'connection', state: 'down', message: 'the emulator is stopped' },
       { type: 'event', event: 'connection', state: 'up' },
+      { type: 'event', event: 'connection', state: 'down', message: 'the emulator crashed; restarting it…' },
+      { type: 'event', event: 'connection', state: 'down', message: 'the emulator crashed' },
     ]);
     assert.deepEqual(connectionNotice({ state: 'running' }), { up: true });
     assert.deepEqual(connectionNotice({ state: 'stopping' }), { up: false, message: 'the emulator is stopping' });

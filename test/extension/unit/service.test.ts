@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { EmulatorService, type EmulatorConfig } from '../../../src/core/service';
-import type { Snapshot } from '../../../src/core/lifecycle';
+import { LaunchError, type Snapshot } from '../../../src/core/lifecycle';
 import { explainFailure } from '../../../src/core/explain';
 import { FakeInstance, ScriptedTransport } from './ext-fakes';
 
@@ -80,6 +80,47 @@ describe('extension: emulator service (fake launches)', () => {
       assert.equal(ports.at(-1), 7600, 'after a settings change the setting wins again');
     } finally {
       await svc.dispose();
+    }
+  });
+
+  it('re-attaches to an attached emulator past maxRestarts (it may be paused in a debugger); one it started gives up', async () => {
+    for (const url of ['ws://127.0.0.1:7433', '']) {
+      const timers: (() => void)[] = [];
+      const instances: FakeInstance[] = [];
+      const svc = new EmulatorService({
+        getConfig: () => config({ url }),
+        exists: () => true,
+        makeConnection: () => new ScriptedTransport(),
+        lifecycle: { maxRestarts: 1, setTimer: (fn) => timers.push(fn), clearTimer: () => undefined },
+        launchOverride: async () => {
+          const i = new FakeInstance();
+          instances.push(i);
+          return i;
+        },
+      });
+      try {
+        const started = svc.start();
+        await waitFor(svc, (s) => s.state === 'starting');
+        await new Promise((r) => setImmediate(r));
+        instances[0].listen();
+        assert.equal((await started).state, 'running');
+        instances[0].exit(1);
+        await waitFor(svc, (s) => s.state === 'crashed');
+        for (let n = 1; n <= 3; n++) {
+          timers.shift()!();
+          await new Promise((r) => setImmediate(r));
+          instances[n].fail(new LaunchError('attach_failed', 'ECONNREFUSED'));
+          const s = await waitFor(svc, (s) => s.state === 'crashed');
+          if (url) assert.ok(s.restartAt, `re-attach ${n} failed; another is scheduled`);
+          else {
+            assert.equal(s.restartAt, undefined, 'gave up after maxRestarts');
+            assert.match(s.error!.message, /gave up after 1 automatic restart$/);
+            break;
+          }
+        }
+      } finally {
+        await svc.dispose();
+      }
     }
   });
 

@@ -1,7 +1,8 @@
 // Renders the queue panel's real HTML and bundled script in headless Chromium with a stub host:
 // `acquireVsCodeApi` posts to Node, where the real PanelHandler answers from a FakeTransport.
 
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { PanelHandler, type PanelUi, type SaveTarget } from '../../../src/panel/handler';
@@ -17,8 +18,12 @@ const ROOT = path.resolve(__dirname, '../../..');
 const ORIGIN = 'https://panel.test';
 
 let built: Promise<string> | null = null;
+/**
+ * Bundles the webview script into a temporary directory, not media/panel/dist: a test run must not
+ * replace the bundle a packaging or VS Code run may be reading at the same time.
+ */
 export function buildOnce(): Promise<string> {
-  return (built ??= buildPanel());
+  return (built ??= buildPanel({ outfile: path.join(mkdtempSync(path.join(os.tmpdir(), 'quayside-panel-')), 'panel.js') }));
 }
 
 export async function launch(): Promise<Browser> {
@@ -132,20 +137,21 @@ export async function openPanel<T extends Transport = FakeTransport>(
 
   const html = renderPanelHtml({ cspSource: ORIGIN, scriptUri: `${ORIGIN}/dist/panel.js`, styleUri: `${ORIGIN}/panel.css`, nonce: 'TestNonce0123456789', ref })
     .replace('<link rel="stylesheet"', `<link rel="stylesheet" href="${ORIGIN}/theme.css">\n<link rel="stylesheet"`);
+  const bundle = await buildOnce();
   await page.route(`${ORIGIN}/**`, async (route) => {
     const url = new URL(route.request().url());
-    const file = (p: string, type: string) => route.fulfill({ status: 200, contentType: type, body: readFileSync(path.join(ROOT, 'media/panel', p)) });
+    const file = (p: string, type: string) => route.fulfill({ status: 200, contentType: type, body: readFileSync(p) });
     switch (url.pathname) {
       case '/index.html':
         return route.fulfill({ status: 200, contentType: 'text/html', body: html });
       case '/theme.css':
         return route.fulfill({ status: 200, contentType: 'text/css', body: DARK_THEME });
       case '/panel.css':
-        return file('panel.css', 'text/css');
+        return file(path.join(ROOT, 'media/panel/panel.css'), 'text/css');
       case '/dist/panel.js':
-        return file('dist/panel.js', 'application/javascript');
+        return file(bundle, 'application/javascript');
       case '/dist/panel.js.map':
-        return file('dist/panel.js.map', 'application/json');
+        return file(`${bundle}.map`, 'application/json');
       default:
         return route.fulfill({ status: 404, body: '' });
     }

@@ -312,9 +312,12 @@ describe('queue panel webview (Chromium)', function () {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
     await p.page.waitForSelector('#msg-rows tr');
-    p.handler.setConnection(false, 'the emulator is stopped');
+    p.handler.setConnection(false, 'the emulator is stopping');
     await p.page.waitForSelector('#banner:not(.hidden)');
-    assert.equal(await text(p, '#banner-text'), 'Emulator not reachable — the emulator is stopped');
+    assert.equal(await text(p, '#banner-text'), 'Emulator not reachable — the emulator is stopping');
+    // Told again when the reason changes, so the banner does not keep the first one.
+    p.handler.setConnection(false, 'the emulator is stopped');
+    await waitFor(async () => (await text(p, '#banner-text')) === 'Emulator not reachable — the emulator is stopped', 'the banner updated');
     assert.equal(await p.page.getAttribute('#live', 'class'), 'live off');
     const inits = p.requests.filter((r) => r.op === 'init').length;
     p.handler.setConnection(true);
@@ -333,6 +336,23 @@ describe('queue panel webview (Chromium)', function () {
     // Asked for once: a later reload (a hidden panel coming back) keeps the tab it was on.
     assert.equal((await p.handler.dispatch('init', {})).tab, undefined);
     assert.equal((await p.page.evaluate(() => (window as any).__state)).tab, 'metrics', 'the tab is saved for a reload');
+  });
+
+  it('a deleted queue stays deleted when a late change arrives; only its creation brings it back', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    const inits = async () => (await p.sentOps()).filter((op) => op === 'init').length;
+    const before = await inits();
+    await p.deliver({ type: 'event', event: 'deleted' });
+    // The last push before the delete, sent late (delivered synchronously: anything it starts is sent by now).
+    await p.deliver({ type: 'event', event: 'changed', kinds: ['pushed'], ids: ['m1'], counts: null, at: 0 });
+    assert.equal(await text(p, '#banner-text'), 'This queue was deleted.');
+    assert.equal(await p.page.locator('#banner-retry.hidden').count(), 1, 'no Retry: there is nothing to retry');
+    assert.equal(await inits(), before, 'not taken for a recreation');
+    await p.deliver({ type: 'event', event: 'changed', kinds: ['queue_created'], ids: [], counts: null, at: 0 });
+    assert.equal(await inits(), before + 1);
+    await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
   });
 
   it('clears the "deleted" banner when the queue is created again', async () => {
@@ -356,9 +376,36 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.click('#tab-dead');
     await p.page.waitForSelector('#dead-rows tr');
     assert.equal(await text(p, '#dead-detail .placeholder'), 'Select a failed message to see why it failed.');
+    // The header and the metrics say it too.
+    assert.equal(await p.page.textContent('#counts .count.dead .label'), 'Failed');
+    assert.equal(await p.page.getAttribute('#counts .count.dead', 'title'), 'Their retries ran out');
     await p.page.click('#dead-purge-all');
     await waitFor(async () => (await text(p, '#toast')) === 'Purged 12 failed messages.', 'purged');
+    assert.equal(p.ui.confirms.at(-1)?.message, 'Purge all 12 failed messages of orders?');
     assert.equal(await text(p, '#dead-empty'), 'No failed messages. Messages land here when their retries run out.');
+    await p.page.click('#tab-metrics');
+    await waitFor(async () => (await p.page.locator('#metric-cards .card.dead .card-label').count()) === 1, 'the cards');
+    assert.equal(await p.page.textContent('#metric-cards .card.dead .card-label'), 'Failed');
+    assert.equal(await p.page.textContent('#metric-cards .card.dead .card-sub'), 'their retries ran out');
+  });
+
+  it('a dead letter that is gone keeps saying so when the queue reloads', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.click('#tab-dead');
+    await p.page.waitForSelector('#dead-rows tr');
+    const id = (await p.page.getAttribute('#dead-rows tr:first-child', 'data-id'))!;
+    t.messages = t.messages.filter((m) => m.id !== id); // discarded elsewhere
+    await p.page.click('#dead-rows tr:first-child td.body-col');
+    const gone = `Message ${id} is gone (acked, replayed or purged).`;
+    await waitFor(async () => (await text(p, '#dead-detail')) === gone, 'the detail says it is gone');
+    await p.page.click('#tab-messages');
+    // The emulator comes back: the queue reloads (and, on the Messages tab, the dead letters do not).
+    const sent = (await p.sentOps()).length;
+    p.handler.setConnection(false, 'the emulator is stopped');
+    p.handler.setConnection(true);
+    await waitFor(async () => (await p.sentOps()).slice(sent).join() === 'init,peek', 'the reload');
+    assert.equal(await p.page.evaluate(() => document.getElementById('dead-detail')!.textContent), gone);
   });
 
   it('audit log lists replays and purges', async () => {
@@ -386,7 +433,8 @@ describe('queue panel webview (Chromium)', function () {
     await waitFor(() => p.ui.saved.length === 1, 'saved');
     const arr = JSON.parse(p.ui.saved[0].text);
     assert.deepEqual(arr.map((m: any) => m.id), [t.messages[1].id, t.messages[3].id]);
-    assert.match(await text(p, '#toast'), /Exported 2 messages to \/work\/exports\/shop-orders-.*\.json/);
+    // The file is written (host side) a moment before the webview hears back.
+    await waitFor(async () => /Exported 2 messages to \/work\/exports\/shop-orders-.*\.json/.test(await text(p, '#toast')), 'the export toast');
     await p.page.selectOption('#msg-export-format', 'ndjson');
     await p.page.click('#state-filter [data-state=ready]');
     await p.page.click('#msg-export-all');
@@ -437,8 +485,13 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.click('#msg-next');
     await p.page.waitForSelector('#banner:not(.hidden)');
     assert.match(await text(p, '#banner-text'), /Emulator not reachable/);
+    const inits = async () => (await p.sentOps()).filter((op) => op === 'init').length;
+    const before = await inits();
     await p.page.click('#banner-retry');
     await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
+    await waitFor(async () => (await p.sentOps()).lastIndexOf('peek') > (await p.sentOps()).lastIndexOf('init'), 'the list reloaded');
+    // The host says `up` just before it answers that init: answering it with another init would load twice.
+    assert.equal((await inits()) - before, 1, 'one init for one Retry');
   });
 
   it('works against the real emulator: list, detail, push, dead-letter replay, chart', async () => {
