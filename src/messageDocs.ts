@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import type { Transport } from '../emulator/clients/transport';
 import { refreshOnChanges, type MessageAddress } from './core/messageRefresh';
+import { messageText } from './core/messageText';
 
 export const MESSAGE_SCHEME = 'quayside-message';
 
@@ -36,15 +37,8 @@ export class MessageDocuments implements vscode.TextDocumentContentProvider, vsc
     });
   }
 
-  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
-    const r = parseMessageUri(uri);
-    if (!r) return '// not a Quayside message address';
-    try {
-      const m = await this.transport.request('message.get', r);
-      return JSON.stringify(m, null, 2) + '\n';
-    } catch (e) {
-      return `// ${(e as Error).message}\n`;
-    }
+  provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    return messageText(this.transport, parseMessageUri(uri));
   }
 
   /** Read the message again the next time (or now, if open) its document is shown. */

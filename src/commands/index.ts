@@ -3,17 +3,19 @@
 // (that is how the tests and other extensions call them) and returns its result.
 import * as vscode from 'vscode';
 import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
-import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, parseAttributes, parseJsonBody, refFromArg, validateName } from '../core/args';
+import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../core/args';
 import { formatDuration, parseDuration } from '../core/duration';
 import type { Snapshot } from '../core/lifecycle';
 import type { EmulatorService } from '../core/service';
-import { explainFailure, type FixAction } from '../core/explain';
+import { explainFailure, fixStillApplies, type FixAction } from '../core/explain';
 import type { TreeNode } from '../tree/model';
 import type { QueueTreeProvider } from '../tree/provider';
-import { confirm, pickQueue, qname, withProgress } from './ui';
+import { confirm, pickNamespace, pickQueue, qname, withProgress, withStatusProgress } from './ui';
+import { NEW_NAMESPACE_LABEL, deadLetterItem, peekItem, type NamespaceItem } from './picks';
 import { messageUri, type MessageDocuments } from '../messageDocs';
-import { checkDedupeKey } from '../panel/validate';
-import { deadNoun, deadWords, isPanelTab, type PanelTab } from '../panel/messages';
+import { checkAttributes, checkDedupeKey } from '../panel/validate';
+import { arrivedNote, deadNoun, deadWords, isPanelTab, type PanelTab } from '../panel/messages';
+import { IDS_PER_REQUEST, actOnDeadIds, actOnListed, listDeadIds, type DeadAction } from '../core/deadLetters';
 
 export interface CommandContext {
   context: vscode.ExtensionContext;
@@ -88,7 +90,9 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     // Not awaited: a command must not hang on a toast nobody clicks.
     void vscode.window.showErrorMessage(`Quayside: ${text}`, ...ex.actions.map((a) => FIX_LABEL[a])).then((picked) => {
       const action = ex.actions.find((a) => FIX_LABEL[a] === picked);
-      if (action) void doFix(action);
+      if (!action) return;
+      if (fixStillApplies(action, service.state)) void doFix(action);
+      else void vscode.window.showInformationMessage(`Quayside: the emulator is ${service.state} now; that error was from an earlier start.`);
     });
   };
 
@@ -139,14 +143,12 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (!namespace && arg && typeof arg === 'object' && (arg as TreeNode).kind === 'namespace') namespace = (arg as { namespace: string }).namespace;
       if (!namespace) {
         const { namespaces } = await t.request('namespace.list', {});
-        const NEW = '$(add) New namespace…';
-        const items = [...namespaces.map((n) => ({ label: n.namespace, description: `${n.queues} queues` })), { label: NEW, description: '' }];
-        const pick = namespaces.length ? await vscode.window.showQuickPick(items, { title: 'Create Queue (1/3): namespace' }) : { label: NEW };
+        const title = 'Create Queue (1/3): namespace';
+        const pick: NamespaceItem | undefined = namespaces.length ? await pickNamespace(namespaces, title) : { label: NEW_NAMESPACE_LABEL, ask: true };
         if (!pick) return;
-        namespace =
-          pick.label === NEW
-            ? await vscode.window.showInputBox({ title: 'Create Queue (1/3): namespace', prompt: 'The namespace (cache namespace, env project:environment, sync tenant)', value: 'default', validateInput: (s) => validateName(s, 'namespace') })
-            : pick.label;
+        namespace = pick.ask
+          ? await vscode.window.showInputBox({ title, prompt: 'The namespace (cache namespace, env project:environment, sync tenant)', value: 'default', validateInput: (s) => validateName(s, 'namespace') })
+          : (pick.create ?? pick.namespace);
         if (!namespace) return;
       }
       const name = a.queue ?? a.name ?? (await vscode.window.showInputBox({ title: 'Create Queue (2/3): name', prompt: `A queue in ${namespace}`, validateInput: (s) => validateName(s, 'queue') }));
@@ -256,7 +258,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         return r;
       }
       const pick = await vscode.window.showQuickPick(
-        r.messages.map((m) => ({ label: preview(m.body), description: `${m.state} · ${m.attempts} attempts${m.deadReason ? ` · ${m.deadReason}` : ''}`, detail: m.id, m })),
+        r.messages.map(peekItem),
         { title: `Peek ${qname(ref)}: ${r.messages.length} of ${r.total} (nothing is leased)`, matchOnDetail: true, matchOnDescription: true },
       );
       if (pick) await showMessage({ ...ref, id: pick.m.id });
@@ -267,63 +269,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     'quayside.showAuditLog': async (arg) => openQueue(arg, 'Show Audit Log', 'audit'),
     'quayside.showMetrics': async (arg) => openQueue(arg, 'Show Depth and Lag Chart', 'metrics'),
 
-    'quayside.replayDeadLetters': async (arg, selected) => {
-      if (!(await ensureRunning())) return;
-      let ids = messageIdsFromArgs(arg, selected);
-      if (ids?.length === 0) return nothingSelected(arg, { replayed: 0 });
-      const ref = await pickQueue(t, arg, 'Replay Dead Letters', (q) => q.counts.dead > 0);
-      if (!ref) return;
-      const { dialect } = await t.request('queue.get', ref);
-      const area = deadWords(dialect).many;
-      if (!arg) {
-        const picked = await pickDeadLetters(ref, area, 'Replay');
-        if (!picked) return;
-        if (picked !== 'all') ids = picked;
-      }
-      if (ids) {
-        const r = await t.request('dead.replay', { ...ref, ids });
-        if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: replayed ${r.replayed} of ${ids.length} from ${qname(ref)}.`);
-        return r;
-      }
-      const { total } = await t.request('peek', { ...ref, states: ['dead'], limit: 1 });
-      if (total === 0) {
-        if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: ${qname(ref)} has no ${area}.`);
-        return { replayed: 0 };
-      }
-      if (!skipConfirm(arg) && !(await confirm(`Replay all ${total} ${deadNoun(dialect, total)} of ${qname(ref)}?`, 'They go back to the queue as ready messages with their attempts reset.', 'Replay All'))) return;
-      const replayed = await withProgress(`Replaying ${area} of ${qname(ref)}`, async (report) => {
-        let n = 0;
-        for (let i = 0; i < 10_000; i++) {
-          const r = await t.request('dead.replay', { ...ref, max: 100 });
-          n += r.replayed;
-          report(`${n} of ${total}`);
-          if (r.replayed === 0 || n >= total) break;
-        }
-        return n;
-      });
-      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: replayed ${replayed} from ${qname(ref)}.`);
-      return { replayed };
-    },
-
-    'quayside.purgeDeadLetters': async (arg, selected) => {
-      if (!(await ensureRunning())) return;
-      let ids = messageIdsFromArgs(arg, selected);
-      if (ids?.length === 0) return nothingSelected(arg, { purged: 0 });
-      const ref = await pickQueue(t, arg, 'Purge Dead Letters', (q) => q.counts.dead > 0);
-      if (!ref) return;
-      const { dialect } = await t.request('queue.get', ref);
-      const area = deadWords(dialect).many;
-      if (!arg) {
-        const picked = await pickDeadLetters(ref, area, 'Purge');
-        if (!picked) return;
-        if (picked !== 'all') ids = picked;
-      }
-      const what = ids ? `${ids.length} selected ${ids.length === 1 ? 'message' : 'messages'}` : `all ${area}`;
-      if (!skipConfirm(arg) && !(await confirm(`Discard ${what} of ${qname(ref)}?`, 'Discarded messages are deleted for good.', ids ? 'Discard' : 'Purge'))) return;
-      const r = await withProgress(`Purging ${area} of ${qname(ref)}`, () => t.request('dead.purge', { ...ref, ...(ids ? { ids } : {}) }));
-      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: discarded ${r.purged} from ${qname(ref)}.`);
-      return r;
-    },
+    'quayside.replayDeadLetters': async (arg, selected) => deadLettersCommand('replay', arg, selected),
+    'quayside.purgeDeadLetters': async (arg, selected) => deadLettersCommand('purge', arg, selected),
 
     'quayside.purgeQueue': async (arg) => {
       if (!(await ensureRunning())) return;
@@ -416,6 +363,53 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     return ref;
   }
 
+  /**
+   * Replay / Purge Dead Letters: the selected ones (tree, palette pick, `ids`) or all of them. "All"
+   * lists the ids first, confirms with their count and acts on just those (core/deadLetters).
+   */
+  async function deadLettersCommand(action: DeadAction, arg: unknown, selected: unknown) {
+    const replay = action === 'replay';
+    const result = (n: number, arrived?: number) => ({ [replay ? 'replayed' : 'purged']: n, ...(arrived ? { arrived } : {}) });
+    if (!(await ensureRunning())) return;
+    let ids = messageIdsFromArgs(arg, selected);
+    if (ids?.length === 0) return nothingSelected(arg, result(0));
+    const ref = await pickQueue(t, arg, replay ? 'Replay Dead Letters' : 'Purge Dead Letters', (q) => q.counts.dead > 0);
+    if (!ref) return;
+    const { dialect } = await t.request('queue.get', ref);
+    const area = deadWords(dialect).many;
+    if (!arg) {
+      const picked = await pickDeadLetters(ref, area, replay ? 'Replay' : 'Purge');
+      if (!picked) return;
+      if (picked !== 'all') ids = picked;
+    }
+    const tell = (text: string) => {
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: ${text}`);
+    };
+    if (ids) {
+      const what = `${ids.length} selected ${ids.length === 1 ? 'message' : 'messages'}`;
+      if (!replay && !skipConfirm(arg) && !(await confirm(`Discard ${what} of ${qname(ref)}?`, 'Discarded messages are deleted for good.', 'Discard'))) return;
+      const chosen = ids;
+      const run = (report?: (message: string) => void) => actOnDeadIds(t, ref, action, chosen, { report: (d, n) => report?.(`${d} of ${n}`) });
+      // One request needs no progress notification.
+      const r = chosen.length > IDS_PER_REQUEST ? await withProgress(`${replay ? 'Replaying' : 'Discarding'} ${what} of ${qname(ref)}`, run) : await run();
+      tell(`${replay ? 'replayed' : 'discarded'} ${r.done} of ${ids.length} from ${qname(ref)}.`);
+      return result(r.done);
+    }
+    const all = await withStatusProgress(`Listing ${area} of ${qname(ref)}`, () => listDeadIds(t, ref));
+    if (all.length === 0) {
+      tell(`${qname(ref)} has no ${area}.`);
+      return result(0);
+    }
+    const question = `${replay ? 'Replay' : 'Purge'} all ${all.length} ${deadNoun(dialect, all.length)} of ${qname(ref)}?`;
+    const detail = replay ? 'They go back to the queue as ready messages with their attempts reset.' : 'They are deleted for good. This cannot be undone.';
+    if (!skipConfirm(arg) && !(await confirm(question, detail, replay ? 'Replay All' : 'Purge'))) return;
+    const r = await withProgress(`${replay ? 'Replaying' : 'Purging'} ${area} of ${qname(ref)}`, (report) =>
+      actOnListed(t, ref, action, all, { report: (d, n) => report(`${d} of ${n}`) }),
+    );
+    tell(`${replay ? 'replayed' : 'purged'} ${r.done} from ${qname(ref)}${arrivedNote(r.arrived)}.`);
+    return result(r.done, r.arrived);
+  }
+
   /** The tree's clicked node was a live message: nothing to replay or discard. */
   function nothingSelected<T>(arg: unknown, result: T): T {
     if (!isProgrammatic(arg)) void vscode.window.showInformationMessage('Quayside: only dead letters can be replayed or discarded.');
@@ -427,7 +421,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     const page = await t.request('dead.list', { ...ref, limit: 200 });
     if (page.total === 0) return 'all'; // the "all" path says there are none
     const ALL = { label: `$(check-all) All ${page.total} ${area}`, description: 'every one, not only those listed', all: true as const };
-    const items = page.messages.map((m) => ({ label: preview(m.body), description: `${m.deadReason ?? 'dead'} · ${m.attempts} attempts`, detail: m.lastError ? `${m.id} · ${m.lastError}` : m.id, id: m.id }));
+    const items = page.messages.map(deadLetterItem);
     const picked = await vscode.window.showQuickPick<vscode.QuickPickItem & { all?: true; id?: string }>([ALL, ...items], {
       title: `${verb} ${area} of ${qname(ref)}${page.next ? ` (${page.messages.length} of ${page.total} listed)` : ''}`,
       placeHolder: `Tick the ones to ${verb.toLowerCase()}, or "All"`,
@@ -467,9 +461,9 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     if (key === undefined) return undefined;
     const attrs = await vscode.window.showInputBox({
       title: `${title}: attributes`,
-      prompt: 'Attributes as a JSON object of strings, e.g. {"source": "vscode"}; empty for none',
+      prompt: 'Attributes as a JSON object, e.g. {"source": "vscode", "retries": 3}; empty for none',
       validateInput: (s) => {
-        const r = parseAttributes(s);
+        const r = checkAttributes(s);
         return r.ok ? undefined : r.error;
       },
     });
@@ -478,7 +472,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     const delayMs = delay.trim() ? parseDuration(delay) : undefined;
     if (delayMs) options.delayMs = delayMs;
     if (key.trim()) options.dedupeKey = key.trim();
-    const a = parseAttributes(attrs);
+    const a = checkAttributes(attrs);
     if (a.ok && a.value) options.attributes = a.value;
     return options;
   }
@@ -515,11 +509,6 @@ function pushInput(a: Partial<PushInput>, body: unknown): PushInput {
   if (a.attributes && typeof a.attributes === 'object') input.attributes = a.attributes;
   if (typeof a.contentType === 'string') input.contentType = a.contentType;
   return input;
-}
-
-function preview(body: unknown): string {
-  const s = JSON.stringify(body) ?? String(body);
-  return s.length > 80 ? s.slice(0, 79) + '…' : s;
 }
 
 export type { MessageView };

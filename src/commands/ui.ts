@@ -4,6 +4,7 @@ import type { QueueInfo, QueueRef } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import { refFromArg } from '../core/args';
 import { countsDetail } from '../tree/model';
+import { namespaceItems, type NamespaceItem } from './picks';
 
 /** The queue the command is about: from the node or argument, or a quick pick. */
 export async function pickQueue(transport: Transport, arg: unknown, title: string, filter?: (q: QueueInfo) => boolean): Promise<QueueRef | undefined> {
@@ -22,6 +23,31 @@ export async function pickQueue(transport: Transport, arg: unknown, title: strin
   return pick?.ref;
 }
 
+/**
+ * A namespace from a quick pick that also takes a typed new name (see namespaceItems): the picked
+ * item, or undefined when dismissed. An item whose name is not valid keeps the pick open.
+ */
+export function pickNamespace(namespaces: readonly { namespace: string; queues: number }[], title: string): Promise<NamespaceItem | undefined> {
+  const qp = vscode.window.createQuickPick<NamespaceItem & vscode.QuickPickItem>();
+  qp.title = title;
+  qp.placeholder = 'Pick a namespace, or type the name of a new one';
+  qp.items = namespaceItems(namespaces, '');
+  return new Promise((resolve) => {
+    qp.onDidChangeValue((v) => (qp.items = namespaceItems(namespaces, v)));
+    qp.onDidAccept(() => {
+      const item = qp.activeItems[0];
+      if (!item || item.error) return;
+      resolve(item);
+      qp.hide();
+    });
+    qp.onDidHide(() => {
+      resolve(undefined);
+      qp.dispose();
+    });
+    qp.show();
+  });
+}
+
 /** A modal "are you sure"; true only when the user picked `action`. */
 export async function confirm(message: string, detail: string, action: string): Promise<boolean> {
   const pick = await vscode.window.showWarningMessage(message, { modal: true, detail }, action);
@@ -32,6 +58,11 @@ export function withProgress<T>(title: string, task: (report: (message: string) 
   return Promise.resolve(
     vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: false }, (p) => task((message) => p.report({ message }))),
   );
+}
+
+/** A quiet status-bar spinner, for a short step before a prompt (a notification would flash). */
+export function withStatusProgress<T>(title: string, task: () => Promise<T>): Promise<T> {
+  return Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title }, task));
 }
 
 export const qname = (r: QueueRef) => `${r.namespace}/${r.queue}`;

@@ -81,18 +81,3 @@ export function parseJsonBody(text: string): { ok: true; value: unknown } | { ok
     return { ok: false, error: `Not valid JSON: ${(e as Error).message}` };
   }
 }
-
-/** Attributes typed by a user: a JSON object of strings; empty text is none. */
-export function parseAttributes(text: string): { ok: true; value: Record<string, string> | undefined } | { ok: false; error: string } {
-  if (!text.trim()) return { ok: true, value: undefined };
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    return { ok: false, error: `Not valid JSON: ${(e as Error).message}` };
-  }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return { ok: false, error: 'Attributes are a JSON object, e.g. {"source": "vscode"}' };
-  const bad = Object.entries(v).find(([, x]) => typeof x !== 'string');
-  if (bad) return { ok: false, error: `Attribute values are strings; "${bad[0]}" is not` };
-  return { ok: true, value: Object.keys(v).length ? (v as Record<string, string>) : undefined };
-}

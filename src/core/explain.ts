@@ -83,3 +83,13 @@ function capital(s: string): string {
 function stripFix(s: string): string {
   return s.replace(/\s*Fix:.*$/s, '').replace(/\.$/, '');
 }
+
+/**
+ * Whether a fix picked from an error toast still makes sense now. VS Code cannot close a toast
+ * (microsoft/vscode#50232), so one may be picked long after a later start succeeded: starting again
+ * then would restart (or replace) an emulator that runs.
+ */
+export function fixStillApplies(action: FixAction, state: string): boolean {
+  const starts = action === 'retry' || action === 'useFreePort';
+  return !(starts && (state === 'running' || state === 'starting'));
+}

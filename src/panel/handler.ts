@@ -22,6 +22,7 @@ import {
 } from './messages';
 import { validatePushForm } from './validate';
 import { batchDebounce, type Debounced, type Timers } from '../core/debounce';
+import { DEAD_LIST_PAGE, IDS_PER_REQUEST, actOnDeadIds, actOnListed, listDeadIds, type DeadAction, type DeadProgress } from '../core/deadLetters';
 
 export interface SaveTarget {
   /** Where it went, for the user (a path). */
@@ -72,7 +73,7 @@ export function connectionNotice(s: Pick<Snapshot, 'state' | 'restartAt'>): { up
 }
 
 /** Batch sizes for the operations that loop. */
-export const CHUNK = { push: 500, ids: 500, replayAll: 500, exportPage: 500, getConcurrency: 8 } as const;
+export const CHUNK = { push: 500, exportPage: 500, getConcurrency: 8 } as const;
 
 export class PanelFailure extends Error {
   constructor(readonly code: PanelErrorCode, message: string) {
@@ -94,12 +95,6 @@ const bad = (message: string) => new PanelFailure('invalid_argument', message);
 
 function isStringArray(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');
-}
-
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }
 
 function plural(n: number, one: string, many = one + 's'): string {
@@ -315,57 +310,17 @@ export class PanelHandler {
 
   private async replay(t: Transport, a: Record<string, unknown>, requestId: string) {
     if (a.all === true) {
-      const total = (await t.request('stats', this.ref)).counts.dead;
-      if (total === 0) return { replayed: 0 };
-      const ok = await this.ui.confirm(
-        `Replay all ${this.dead(total)} of ${this.ref.queue}?`,
-        'They go back to the queue as ready messages and will be delivered again.',
-        'Replay all',
-      );
-      if (!ok) throw cancelled();
-      return this.ui.withProgress(`Replaying ${this.words().many} of ${this.ref.queue}`, async (progress) => {
-        let replayed = 0;
-        while (replayed < total && !progress.cancelled) {
-          const r = await t.request('dead.replay', { ...this.ref, max: Math.min(CHUNK.replayAll, total - replayed) });
-          if (r.replayed <= 0) break;
-          replayed += r.replayed;
-          progress.report(replayed, total);
-          this.progress(requestId, replayed, total, 'Replaying');
-        }
-        return { replayed };
-      });
+      const r = await this.actOnAll(t, 'replay', requestId);
+      return { replayed: r.done, ...(r.arrived ? { arrived: r.arrived } : {}) };
     }
     if (!isStringArray(a.ids) || a.ids.length === 0) throw bad(`Select the ${this.words().many} to replay`);
-    const ids = [...new Set(a.ids)];
-    const run = async (progress?: ProgressReporter) => {
-      let replayed = 0;
-      let done = 0;
-      for (const part of chunks(ids, CHUNK.ids)) {
-        if (progress?.cancelled) break;
-        replayed += (await t.request('dead.replay', { ...this.ref, ids: part })).replayed;
-        done += part.length;
-        progress?.report(done, ids.length);
-        this.progress(requestId, done, ids.length, 'Replaying');
-      }
-      return { replayed };
-    };
-    return ids.length <= CHUNK.ids ? run() : this.ui.withProgress(`Replaying ${this.dead(ids.length)}`, run);
+    return { replayed: await this.actOnIds(t, 'replay', [...new Set(a.ids)], requestId) };
   }
 
   private async purgeDead(t: Transport, a: Record<string, unknown>, requestId: string) {
     if (a.all === true) {
-      const total = (await t.request('stats', this.ref)).counts.dead;
-      const ok = await this.ui.confirm(
-        `Purge all ${this.dead(total)} of ${this.ref.queue}?`,
-        'They are deleted for good. This cannot be undone.',
-        'Purge all',
-      );
-      if (!ok) throw cancelled();
-      return this.ui.withProgress(`Purging ${this.words().many} of ${this.ref.queue}`, async () => {
-        const r = await t.request('dead.purge', { ...this.ref });
-        this.progress(requestId, r.purged, r.purged, 'Purged');
-        return { purged: r.purged };
-      });
+      const r = await this.actOnAll(t, 'purge', requestId);
+      return { purged: r.done, ...(r.arrived ? { arrived: r.arrived } : {}) };
     }
     if (!isStringArray(a.ids) || a.ids.length === 0) throw bad(`Select the ${this.words().many} to discard`);
     const ids = [...new Set(a.ids)];
@@ -375,19 +330,48 @@ export class PanelHandler {
       'Discard',
     );
     if (!ok) throw cancelled();
-    const run = async (progress?: ProgressReporter) => {
-      let purged = 0;
-      let done = 0;
-      for (const part of chunks(ids, CHUNK.ids)) {
-        if (progress?.cancelled) break;
-        purged += (await t.request('dead.purge', { ...this.ref, ids: part })).purged;
-        done += part.length;
-        progress?.report(done, ids.length);
-        this.progress(requestId, done, ids.length, 'Discarding');
-      }
-      return { purged };
+    return { purged: await this.actOnIds(t, 'purge', ids, requestId) };
+  }
+
+  /** Replay or discard the selected dead letters: a progress notification only when it takes several requests. */
+  private async actOnIds(t: Transport, action: DeadAction, ids: string[], requestId: string): Promise<number> {
+    const label = action === 'replay' ? 'Replaying' : 'Discarding';
+    const run = async (progress?: ProgressReporter) =>
+      (await actOnDeadIds(t, this.ref, action, ids, this.reporter(requestId, label, progress))).done;
+    return ids.length <= IDS_PER_REQUEST ? run() : this.ui.withProgress(`${label} ${this.dead(ids.length)}`, run);
+  }
+
+  /**
+   * Replay or purge all: the ids are listed first, the confirmation counts them, and only they are
+   * acted on (one dead-lettered while the modal is open is left, and the result says so).
+   */
+  private async actOnAll(t: Transport, action: DeadAction, requestId: string): Promise<{ done: number; arrived?: number }> {
+    // Listing is said only when it takes several pages (one is too quick to show).
+    const listing = this.reporter(requestId, 'Listing');
+    const ids = await listDeadIds(t, this.ref, { report: (done, total) => total > DEAD_LIST_PAGE && listing.report?.(done, total) });
+    if (ids.length === 0) return { done: 0 };
+    const replay = action === 'replay';
+    const ok = await this.ui.confirm(
+      `${replay ? 'Replay' : 'Purge'} all ${this.dead(ids.length)} of ${this.ref.queue}?`,
+      replay ? 'They go back to the queue as ready messages and will be delivered again.' : 'They are deleted for good. This cannot be undone.',
+      replay ? 'Replay all' : 'Purge all',
+    );
+    if (!ok) throw cancelled();
+    const label = replay ? 'Replaying' : 'Purging';
+    return this.ui.withProgress(`${label} ${this.words().many} of ${this.ref.queue}`, (progress) =>
+      actOnListed(t, this.ref, action, ids, this.reporter(requestId, label, progress)),
+    );
+  }
+
+  /** Progress of a dead-letter run to the notification (if any) and the webview. */
+  private reporter(requestId: string, label: string, progress?: ProgressReporter): DeadProgress {
+    return {
+      cancelled: () => !!progress?.cancelled,
+      report: (done, total) => {
+        progress?.report(done, total);
+        this.progress(requestId, done, total, label);
+      },
     };
-    return ids.length <= CHUNK.ids ? run() : this.ui.withProgress(`Discarding ${this.dead(ids.length)}`, run);
   }
 
   private async purgeLive(t: Transport) {

@@ -52,6 +52,12 @@ export function deadNoun(dialect: Dialect | undefined, n: number): string {
   return n === 1 ? w.one : w.many;
 }
 
+/** "; 1 more arrived and was left": what an "all" left that its confirmation had not counted. */
+export function arrivedNote(arrived: number | undefined): string {
+  if (!arrived) return '';
+  return `; ${arrived.toLocaleString('en-US')} more arrived and ${arrived === 1 ? 'was' : 'were'} left`;
+}
+
 /** The push form as the user typed it: the host validates it again (see validate.ts). */
 export interface PushForm {
   /** The body, as JSON text. */
@@ -83,10 +89,13 @@ export interface PanelOps {
   /** One page of dead letters. */
   'dead.list': { args: { cursor?: string; limit: number }; result: { messages: MessageView[]; next: string | null; total: number } };
   push: { args: PushForm; result: { sent: number; deduped: number; ids: string[] } };
-  /** Replay the given dead letters, or all of them (asks first when `all`). */
-  'dead.replay': { args: { ids: string[] } | { all: true }; result: { replayed: number } };
-  /** Discard the given dead letters, or purge them all (asks first). */
-  'dead.purge': { args: { ids: string[] } | { all: true }; result: { purged: number } };
+  /**
+   * Replay the given dead letters, or all of them (asks first when `all`). `all` acts on the ones
+   * its confirmation counted; `arrived`: how many were dead-lettered after that and left.
+   */
+  'dead.replay': { args: { ids: string[] } | { all: true }; result: { replayed: number; arrived?: number } };
+  /** Discard the given dead letters, or purge them all (asks first); `arrived` as for `dead.replay`. */
+  'dead.purge': { args: { ids: string[] } | { all: true }; result: { purged: number; arrived?: number } };
   /** Purge the live messages (ready, delayed, leased) (asks first). */
   purge: { args: Record<string, never>; result: { purged: number } };
   stats: { args: Record<string, never>; result: { counts: QueueCounts; lagHistory: LagStep[]; now: number } };

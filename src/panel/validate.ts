@@ -132,6 +132,19 @@ export function checkDedupeKey(key: string): string | undefined {
   return key.length > 512 ? 'Dedupe key is too long (512 characters at most)' : undefined;
 }
 
+/**
+ * Attributes as typed, in the panel's Push tab and the palette's "Push with options…" alike: what
+ * the protocol takes, a JSON object with any JSON values. Empty text, `{}` and `null` are none.
+ */
+export function checkAttributes(text: string): { ok: true; value: Record<string, unknown> | undefined } | { ok: false; error: string } {
+  if (text.trim() === '') return { ok: true, value: undefined };
+  const a = checkJson(text);
+  if (!a.ok) return { ok: false, error: a.error ?? 'Not valid JSON' };
+  if (a.value === null) return { ok: true, value: undefined };
+  if (typeof a.value !== 'object' || Array.isArray(a.value)) return { ok: false, error: 'Attributes must be a JSON object, e.g. {"source": "vscode", "retries": 3}' };
+  return { ok: true, value: Object.keys(a.value).length > 0 ? (a.value as Record<string, unknown>) : undefined };
+}
+
 export interface PushPlan {
   body: unknown;
   delayMs?: number;
@@ -164,14 +177,9 @@ export function validatePushForm(form: PushForm): { ok: true; plan: PushPlan } |
     else plan.dedupeKey = key;
   }
 
-  const attrs = (form.attributes ?? '').trim();
-  if (attrs !== '') {
-    const a = checkJson(attrs);
-    if (!a.ok) errors.attributes = a.error;
-    else if (typeof a.value !== 'object' || a.value === null || Array.isArray(a.value))
-      errors.attributes = 'Attributes must be a JSON object, e.g. {"source": "panel"}';
-    else if (Object.keys(a.value).length > 0) plan.attributes = a.value as Record<string, unknown>;
-  }
+  const attrs = checkAttributes(form.attributes ?? '');
+  if (!attrs.ok) errors.attributes = attrs.error;
+  else if (attrs.value) plan.attributes = attrs.value;
 
   const count = (form.count ?? '').trim();
   if (count !== '') {

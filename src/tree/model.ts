@@ -94,8 +94,13 @@ export function bodyPreview(body: unknown, max = 60): string {
   return s.length > max ? s.slice(0, max - 1) + '…' : s;
 }
 
+/** "1 attempt", "0 attempts", "5 attempts" (the tree's and the palette's pick lists). */
+export function attemptsText(n: number): string {
+  return n === 1 ? '1 attempt' : `${n} attempts`;
+}
+
 export function messageDescription(m: MessageView, now: number): string {
-  const tries = m.attempts === 1 ? '1 attempt' : `${m.attempts} attempts`;
+  const tries = attemptsText(m.attempts);
   switch (m.state) {
     case 'ready':
       return `ready · ${tries}`;

@@ -3,7 +3,7 @@
 
 import type { LagStep } from '../messages';
 import { h, replace, s, show } from './dom';
-import { clockTime, duration, durationShort, num } from './format';
+import { clockTime, durationShort, num, waitTime } from './format';
 
 const W = 960;
 const H = 260;
@@ -70,7 +70,7 @@ export function renderChart(container: HTMLElement, tip: HTMLElement, steps: Lag
   const cursor = s('rect', { class: 'hover-col', x: 0, y: PAD.top, width: bw, height: ih, visibility: 'hidden' });
   const hits = s('g', { class: 'hits' });
   steps.forEach((st, i) => {
-    const text = `${stepLabel(st)}  peak depth ${num(st.peakDepth)}, oldest wait ${duration(st.maxWaitMs)}`;
+    const text = `${stepLabel(st)}  peak depth ${num(st.peakDepth)}, oldest wait ${waitTime(st.maxWaitMs)}`;
     hits.appendChild(
       s('rect', { class: 'step', x: PAD.left + i * bw, y: PAD.top, width: bw, height: ih, 'data-index': i, 'data-depth': st.peakDepth, 'data-wait': st.maxWaitMs },
         s('title', null, text)),
@@ -98,7 +98,7 @@ export function renderChart(container: HTMLElement, tip: HTMLElement, steps: Lag
     replace(tip,
       h('div', { class: 'tip-time' }, `${day} · ${stepLabel(st)}`),
       h('div', null, h('span', { class: 'swatch depth' }), 'Peak depth ', h('b', { class: 'tip-depth' }, num(st.peakDepth))),
-      h('div', null, h('span', { class: 'swatch wait' }), 'Oldest wait ', h('b', { class: 'tip-wait' }, duration(st.maxWaitMs))));
+      h('div', null, h('span', { class: 'swatch wait' }), 'Oldest wait ', h('b', { class: 'tip-wait' }, waitTime(st.maxWaitMs))));
     show(tip, true);
     const box = container.getBoundingClientRect();
     const parent = (tip.offsetParent as HTMLElement | null)?.getBoundingClientRect() ?? box;

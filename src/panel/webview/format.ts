@@ -20,6 +20,11 @@ export function duration(ms: number): string {
   return hr % 24 ? `${d} d ${hr % 24} h` : `${d} d`;
 }
 
+/** How long something waited: "< 1 s" under a second (a wait is not timed to the millisecond), else as `duration`. */
+export function waitTime(ms: number): string {
+  return ms > 0 && ms < 1000 ? '< 1 s' : duration(ms);
+}
+
 /** Short axis labels: 0, 45s, 12m, 3h */
 export function durationShort(ms: number): string {
   if (ms <= 0) return '0';

@@ -6,6 +6,7 @@ import {
   ALL_STATES,
   PAGE_SIZES,
   PANEL_TABS,
+  arrivedNote,
   deadAreaLabel,
   deadNoun,
   deadWords,
@@ -31,7 +32,7 @@ import {
 import { validatePushForm, type FieldErrors } from '../validate';
 import { renderChart } from './chart';
 import { $, $input, clear, h, replace, show } from './dom';
-import { duration, isoTime, jsonBlock, num, preview, relative, relativeShort, shortId } from './format';
+import { duration, isoTime, jsonBlock, num, preview, relative, relativeShort, shortId, waitTime } from './format';
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -179,7 +180,7 @@ function renderCounts() {
     item('delayed', 'Delayed', num(c.delayed), 'Not visible until their delay ends'),
     item('leased', 'In flight', num(c.leased), 'Leased by a consumer'),
     item('dead', words().short, num(c.dead), capital(words().where)),
-    item('wait', 'Oldest wait', duration(c.oldestReadyAgeMs), 'How long the oldest ready message has waited'));
+    item('wait', 'Oldest wait', waitTime(c.oldestReadyAgeMs), 'How long the oldest ready message has waited'));
   $('dead-pill').textContent = c.dead ? num(c.dead) : '';
   renderStateChips();
   if (st.tab === 'metrics') renderCards();
@@ -485,7 +486,7 @@ async function replay(ids: string[] | 'all', button: HTMLButtonElement | null) {
   try {
     const r = await busy(button, 'Replaying…', () => request('dead.replay', ids === 'all' ? { all: true } : { ids }, onProgress));
     if (!r) return;
-    toast(`Replayed ${num(r.replayed)} ${r.replayed === 1 ? 'message' : 'messages'}.`);
+    toast(`Replayed ${num(r.replayed)} ${r.replayed === 1 ? 'message' : 'messages'}${arrivedNote(r.arrived)}.`);
     if (ids === 'all') st.dead.selected.clear();
     else for (const id of ids) st.dead.selected.delete(id);
     scheduleRefresh(0);
@@ -498,7 +499,7 @@ async function discard(ids: string[] | 'all', button: HTMLButtonElement | null) 
   try {
     const r = await busy(button, ids === 'all' ? 'Purging…' : 'Discarding…', () => request('dead.purge', ids === 'all' ? { all: true } : { ids }, onProgress));
     if (!r) return;
-    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} ${deadNoun(st.queue?.dialect, r.purged)}.`);
+    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} ${deadNoun(st.queue?.dialect, r.purged)}${arrivedNote(r.arrived)}.`);
     if (ids === 'all') st.dead.selected.clear();
     else for (const id of ids) st.dead.selected.delete(id);
     scheduleRefresh(0);
@@ -584,9 +585,9 @@ function renderCards() {
     card('Depth', c ? num(c.depth) : '—', c ? `${num(c.ready)} ready · ${num(c.delayed)} delayed` : '', 'depth'),
     card('In flight', c ? num(c.leased) : '—', 'leased now'),
     card(words().short, c ? num(c.dead) : '—', words().where, 'dead'),
-    card('Oldest wait', c ? duration(c.oldestReadyAgeMs) : '—', 'of a ready message', 'wait'),
+    card('Oldest wait', c ? waitTime(c.oldestReadyAgeMs) : '—', 'of a ready message', 'wait'),
     card('24 h peak depth', num(peak), 'highest in a half hour', 'depth'),
-    card('24 h longest wait', duration(wait), 'of the oldest message', 'wait'));
+    card('24 h longest wait', waitTime(wait), 'of the oldest message', 'wait'));
 }
 
 async function loadStats() {

@@ -1,6 +1,6 @@
 import { strict as assert } from 'assert';
 import { QuaysideError } from '../../../emulator/errors';
-import { isProgrammatic, isUriLike, messageIdsFromArgs, parseAttributes, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
+import { isProgrammatic, isUriLike, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
 import { batchDebounce } from '../../../src/core/debounce';
 import { formatDuration, parseDuration } from '../../../src/core/duration';
 import { explainFailure } from '../../../src/core/explain';
@@ -69,17 +69,6 @@ describe('extension: command arguments', () => {
     assert.deepEqual(messageIdsFromArgs(m('a', { folder: 'messages' }), [m('a', { folder: 'messages' })]), []);
     assert.deepEqual(messageIdsFromArgs({ namespace: 'n', queue: 'q', ids: ['x'] }, undefined), ['x']);
     assert.equal(messageIdsFromArgs({ kind: 'folder', id: 'f' }, undefined), undefined);
-  });
-
-  it('attributes typed in the palette: a JSON object of strings', () => {
-    assert.deepEqual(parseAttributes(''), { ok: true, value: undefined });
-    assert.deepEqual(parseAttributes('{}'), { ok: true, value: undefined });
-    assert.deepEqual(parseAttributes('{"source": "vscode", "tenant": "a"}'), { ok: true, value: { source: 'vscode', tenant: 'a' } });
-    const notObject = parseAttributes('["a"]');
-    assert.ok(!notObject.ok && /JSON object/.test(notObject.error));
-    const notString = parseAttributes('{"n": 1}');
-    assert.ok(!notString.ok && /"n" is not/.test(notString.error));
-    assert.equal(parseAttributes('{n: 1}').ok, false);
   });
 
   it('names and JSON bodies', () => {

@@ -12,9 +12,12 @@ class FakeUi implements PanelUi {
   progressTitles: string[] = [];
   reports: [number, number | null][] = [];
   cancelAfter = Infinity;
+  /** Runs while the modal is "open": what the user does not see happen meanwhile. */
+  whileConfirming?: () => void;
 
   async confirm(message: string, detail: string, action: string) {
     this.confirms.push({ message, detail, action });
+    this.whileConfirming?.();
     return this.answer;
   }
   async chooseSaveTarget(opts: { suggestedName: string }): Promise<SaveTarget | undefined> {
@@ -166,22 +169,52 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
-  it('replay all confirms first, then loops until every dead letter is back, with progress', async () => {
-    const { handler, t, ui } = setup();
-    fillDead(t, 260);
-    t.maxReplayPerCall = 100; // the server replays at most 100 a call
+  it('replay all lists the dead letters page by page, confirms with their count, then replays those ids in chunks, with progress', async () => {
+    const { handler, t, ui, events } = setup();
+    const dead = fillDead(t, 1200);
     ui.answer = false;
     await assert.rejects(handler.dispatch('dead.replay', { all: true }), (e: any) => e.code === 'cancelled');
     assert.equal(t.callsOf('dead.replay').length, 0);
-    assert.match(ui.confirms[0].message, /Replay all 260 dead letters of jobs/);
+    assert.match(ui.confirms[0].message, /^Replay all 1,200 dead letters of jobs\?$/);
+    // Pages within the protocol's limit (1000), following the cursor.
+    assert.deepEqual(t.callsOf('dead.list').map((c) => [c.args.limit, c.args.cursor]), [[1000, undefined], [1000, 'c1000']]);
     ui.answer = true;
-    const r = await handler.dispatch('dead.replay', { all: true });
-    assert.equal(r.replayed, 260);
+    const r = await handler.dispatch('dead.replay', { all: true }, 'req7');
+    assert.deepEqual(r, { replayed: 1200 });
     assert.equal(t.counts().dead, 0);
-    assert.equal(t.callsOf('dead.replay').length, 3);
-    assert.deepEqual(ui.reports.at(-1), [260, 260]);
+    const calls = t.callsOf('dead.replay');
+    assert.deepEqual(calls.map((c) => c.args.ids.length), [500, 500, 200]);
+    assert.deepEqual(calls.flatMap((c) => c.args.ids), dead.map((m) => m.id));
+    assert.ok(calls.every((c) => c.args.max === undefined), 'never "the oldest N": only the listed ids');
+    assert.deepEqual(ui.reports.at(-1), [1200, 1200]);
+    const labels = new Set(events().filter((e) => e.event === 'progress' && e.requestId === 'req7').map((e) => (e as any).label));
+    assert.deepEqual([...labels], ['Listing', 'Replaying']);
     handler.dispose();
   });
+
+  it('replay all: cancelled part-way, it keeps what it did and claims nothing about arrivals', async () => {
+    const { handler, t, ui } = setup();
+    fillDead(t, 1200);
+    ui.cancelAfter = 1;
+    assert.deepEqual(await handler.dispatch('dead.replay', { all: true }), { replayed: 500 });
+    assert.equal(t.counts().dead, 700);
+    handler.dispose();
+  });
+
+  for (const op of ['dead.purge', 'dead.replay'] as const) {
+    it(`${op} all acts only on the dead letters its confirmation counted: one dead-lettered while the modal is open is left, and said to be`, async () => {
+      const { handler, t, ui } = setup();
+      const counted = fillDead(t, 3).map((m) => m.id);
+      let late = '';
+      ui.whileConfirming = () => (late = fillDead(t, 1)[0].id);
+      const r = await handler.dispatch(op, { all: true });
+      assert.match(ui.confirms[0].message, /all 3 dead letters of jobs\?$/);
+      assert.deepEqual(r, op === 'dead.purge' ? { purged: 3, arrived: 1 } : { replayed: 3, arrived: 1 });
+      assert.deepEqual(t.callsOf(op).flatMap((c) => c.args.ids), counted);
+      assert.deepEqual(t.messages.filter((m) => m.state === 'dead').map((m) => m.id), [late]);
+      handler.dispose();
+    });
+  }
 
   it('an env queue\'s confirmations and progress say "failed messages", as its panel and tree do', async () => {
     const { handler, t, ui } = setup();
@@ -216,8 +249,11 @@ describe('panel handler (host side of the queue panel)', () => {
     ui.answer = true;
     assert.equal((await handler.dispatch('dead.purge', { ids: [dead[0].id] })).purged, 1);
     assert.deepEqual(t.callsOf('dead.purge')[0].args, { namespace: 'demo', queue: 'jobs', ids: [dead[0].id] });
-    assert.equal((await handler.dispatch('dead.purge', { all: true })).purged, 2);
-    assert.equal(t.callsOf('dead.purge')[1].args.ids, undefined);
+    assert.deepEqual(await handler.dispatch('dead.purge', { all: true }), { purged: 2 });
+    assert.deepEqual(t.callsOf('dead.purge')[1].args.ids, [dead[1].id, dead[2].id]);
+    // Nothing dead: nothing to ask about.
+    assert.deepEqual(await handler.dispatch('dead.purge', { all: true }), { purged: 0 });
+    assert.equal(ui.confirms.length, 5);
     t.add({ body: 1 });
     assert.equal((await handler.dispatch('purge', {})).purged, 1);
     assert.equal(t.callsOf('purge')[0].args.confirm, 'jobs');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { checkJson, lineColumn, validatePushForm } from '../../../src/panel/validate';
+import { checkAttributes, checkJson, lineColumn, validatePushForm } from '../../../src/panel/validate';
 import { contentSecurityPolicy, escapeHtml, renderPanelHtml } from '../../../src/panel/html';
 
 describe('panel push-form validation and HTML shell', () => {
@@ -26,6 +26,26 @@ describe('panel push-form validation and HTML shell', () => {
     const w = validatePushForm({ body: 'nope', delaySeconds: '-3', dedupeKey: '', attributes: '"s"', count: 'x' });
     assert.equal(w.ok, false);
     assert.deepEqual(Object.keys((w as any).errors).sort(), ['attributes', 'body', 'count', 'delaySeconds']);
+  });
+
+  it('attributes: one check for the Push tab and the palette, taking what the protocol takes (a JSON object, any JSON values)', () => {
+    assert.deepEqual(checkAttributes(''), { ok: true, value: undefined });
+    assert.deepEqual(checkAttributes(' {} '), { ok: true, value: undefined });
+    assert.deepEqual(checkAttributes('null'), { ok: true, value: undefined });
+    // Not only strings: the engine stores any JSON value (emulator/engine/validate.ts optRecord).
+    const mixed = '{"source": "vscode", "retries": 3, "urgent": true, "tags": ["a"], "meta": {"k": null}}';
+    assert.deepEqual(checkAttributes(mixed), { ok: true, value: { source: 'vscode', retries: 3, urgent: true, tags: ['a'], meta: { k: null } } });
+    for (const notObject of ['["a"]', '"s"', '3', 'true']) {
+      const r = checkAttributes(notObject);
+      assert.ok(!r.ok && /must be a JSON object/.test(r.error), notObject);
+    }
+    const bad = checkAttributes('{\n  n: 1}');
+    assert.ok(!bad.ok && /line 2, column 3/.test(bad.error), 'says where the JSON breaks');
+    // The Push tab's form goes through the same check, with the same words.
+    const form = { body: '1', delaySeconds: '', dedupeKey: '', attributes: '', count: '' };
+    assert.deepEqual(validatePushForm({ ...form, attributes: mixed }), { ok: true, plan: { body: 1, count: 1, attributes: JSON.parse(mixed) } });
+    const refused = validatePushForm({ ...form, attributes: '[1]' });
+    assert.deepEqual(refused, { ok: false, errors: { attributes: (checkAttributes('[1]') as { error: string }).error } });
   });
 
   it('the shell has a strict CSP with a nonce and escapes the queue name', () => {

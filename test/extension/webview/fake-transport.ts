@@ -168,6 +168,10 @@ export class FakeTransport implements Transport {
     if (a.namespace !== this.namespace || a.queue !== this.queue) throw new QuaysideError('not_found', `queue ${a.queue} not found`);
   }
 
+  private checkIds(ids: unknown) {
+    if (Array.isArray(ids) && ids.length > 10000) throw new QuaysideError('invalid_argument', 'at most 10000 ids at once');
+  }
+
   private page(list: MessageView[], a: { limit?: number; cursor?: string }) {
     const start = a.cursor ? Number(a.cursor.replace(/^c/, '')) : 0;
     const limit = a.limit ?? 100;
@@ -205,6 +209,8 @@ export class FakeTransport implements Transport {
       }
       case 'dead.list':
         this.check(a);
+        // The protocol's bounds (docs/protocol.md), so a caller that oversteps fails here as it would there.
+        if (a.limit !== undefined && !(Number.isInteger(a.limit) && a.limit >= 1 && a.limit <= 1000)) throw new QuaysideError('invalid_argument', 'limit must be 1–1000');
         return this.page(this.messages.filter((m) => m.state === 'dead'), a);
       case 'push': {
         this.check(a);
@@ -220,8 +226,10 @@ export class FakeTransport implements Transport {
       }
       case 'dead.replay': {
         this.check(a);
+        this.checkIds(a.ids);
         const dead = this.messages.filter((m) => m.state === 'dead');
-        const chosen = a.ids ? dead.filter((m) => a.ids.includes(m.id)) : dead.slice(0, Math.min(a.max ?? 100, this.maxReplayPerCall));
+        const want = a.ids ? new Set<string>(a.ids) : null;
+        const chosen = want ? dead.filter((m) => want.has(m.id)) : dead.slice(0, Math.min(a.max ?? 100, this.maxReplayPerCall));
         for (const m of chosen) Object.assign(m, { state: 'ready', attempts: 0, deadAt: null, deadReason: null, visibleAt: this.now });
         if (chosen.length) this.log('replay', chosen.length);
         this.emitChange('replayed', chosen.map((m) => m.id));
@@ -229,11 +237,13 @@ export class FakeTransport implements Transport {
       }
       case 'dead.purge': {
         this.check(a);
-        const gone = this.messages.filter((m) => m.state === 'dead' && (!a.ids || a.ids.includes(m.id)));
-        this.messages = this.messages.filter((m) => !gone.includes(m));
-        if (gone.length) this.log('purge_dead', gone.length);
-        this.emitChange('purged', gone.map((m) => m.id));
-        return { purged: gone.length };
+        this.checkIds(a.ids);
+        const want = a.ids ? new Set<string>(a.ids) : null;
+        const gone = new Set(this.messages.filter((m) => m.state === 'dead' && (!want || want.has(m.id))));
+        this.messages = this.messages.filter((m) => !gone.has(m));
+        if (gone.size) this.log('purge_dead', gone.size);
+        this.emitChange('purged', [...gone].map((m) => m.id));
+        return { purged: gone.size };
       }
       case 'purge': {
         this.check(a);

@@ -1,7 +1,7 @@
 // Renders the queue panel's real HTML and bundled script in headless Chromium with a stub host:
 // `acquireVsCodeApi` posts to Node, where the real PanelHandler answers from a FakeTransport.
 
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -18,12 +18,23 @@ const ROOT = path.resolve(__dirname, '../../..');
 const ORIGIN = 'https://panel.test';
 
 let built: Promise<string> | null = null;
+let buildDir: string | null = null;
 /**
  * Bundles the webview script into a temporary directory, not media/panel/dist: a test run must not
  * replace the bundle a packaging or VS Code run may be reading at the same time.
  */
 export function buildOnce(): Promise<string> {
-  return (built ??= buildPanel({ outfile: path.join(mkdtempSync(path.join(os.tmpdir(), 'quayside-panel-')), 'panel.js') }));
+  return (built ??= buildPanel({ outfile: path.join((buildDir = mkdtempSync(path.join(os.tmpdir(), 'quayside-panel-'))), 'panel.js') }));
+}
+
+/** Remove the bundle's temporary directory (an `after` hook): one run would otherwise leave one behind. */
+export async function removeBuild(): Promise<void> {
+  const dir = buildDir;
+  const pending = built;
+  built = null;
+  buildDir = null;
+  await pending?.catch(() => undefined); // a build still writing would recreate files in it
+  if (dir) rmSync(dir, { recursive: true, force: true });
 }
 
 export async function launch(): Promise<Browser> {
@@ -58,8 +69,11 @@ export class StubUi implements PanelUi {
   confirms: { message: string; detail: string; action: string }[] = [];
   saved: { name: string; text: string }[] = [];
   progress: string[] = [];
+  /** Runs while the modal is "open": what happens meanwhile, unseen. */
+  whileConfirming?: () => void;
   async confirm(message: string, detail: string, action: string) {
     this.confirms.push({ message, detail, action });
+    this.whileConfirming?.();
     return this.answer;
   }
   async chooseSaveTarget(opts: { suggestedName: string }): Promise<SaveTarget | undefined> {

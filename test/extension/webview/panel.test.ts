@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
-import { fixtureQueue, launch, openPanel, type Panel } from './harness';
+import { fixtureQueue, launch, openPanel, removeBuild, type Panel } from './harness';
 import { FakeTransport } from './fake-transport';
 import type { PanelEvent } from '../../../src/panel/messages';
+import { checkAttributes } from '../../../src/panel/validate';
 import { QuaysideError } from '../../../emulator/errors';
 import { startEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
@@ -43,6 +44,7 @@ describe('queue panel webview (Chromium)', function () {
   });
   after(async () => {
     await browser?.close();
+    await removeBuild();
   });
   afterEach(async function () {
     if (p) {
@@ -146,7 +148,8 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.fill('#push-attributes', '["not", "an", "object"]');
     await p.page.click('#push-send');
     assert.match(await text(p, '#push-body-error'), /Expected a value .* \(line 3, column 18\)/);
-    assert.match(await text(p, '#push-attributes-error'), /must be a JSON object/);
+    // The palette's "Push with options…" checks attributes with the same function and words.
+    assert.equal(await text(p, '#push-attributes-error'), (checkAttributes('["not", "an", "object"]') as { error: string }).error);
     assert.equal(await p.page.getAttribute('#push-body', 'aria-invalid'), 'true');
     assert.match(await text(p, '#push-result'), /Not sent/);
     assert.equal(p.requests.filter((r) => r.op === 'push').length, 0, 'nothing sent');
@@ -154,13 +157,13 @@ describe('queue panel webview (Chromium)', function () {
     await shot(p, 'push');
 
     await p.page.fill('#push-body', '{"orderId": "ord-1", "items": [1, 2]}');
-    await p.page.fill('#push-attributes', '{"source": "panel"}');
+    await p.page.fill('#push-attributes', '{"source": "panel", "retries": 3, "urgent": true}');
     await p.page.fill('#push-delay', '30');
     await p.page.fill('#push-dedupe', 'ord-1');
     await p.page.click('#push-send');
     await waitFor(async () => /^Sent 1 message/.test(await text(p, '#push-result')), 'sent');
     assert.equal(await text(p, '#push-body-error'), '');
-    assert.deepEqual(t.callsOf('push')[0].args, { namespace: 'shop', queue: 'orders', body: { orderId: 'ord-1', items: [1, 2] }, delayMs: 30_000, dedupeKey: 'ord-1', attributes: { source: 'panel' } });
+    assert.deepEqual(t.callsOf('push')[0].args, { namespace: 'shop', queue: 'orders', body: { orderId: 'ord-1', items: [1, 2] }, delayMs: 30_000, dedupeKey: 'ord-1', attributes: { source: 'panel', retries: 3, urgent: true } });
 
     await p.page.fill('#push-dedupe', '');
     await p.page.fill('#push-delay', '');
@@ -223,6 +226,35 @@ describe('queue panel webview (Chromium)', function () {
     assert.equal(p.ui.confirms.at(-1)!.action, 'Replay all');
     assert.ok(p.ui.progress.some((x) => /Replaying dead letters/.test(x)));
     assert.equal(t.counts().dead, 0);
+  });
+
+  for (const [button, done] of [['#dead-purge-all', 'Purged 12 dead letters'], ['#dead-replay-all', 'Replayed 12 messages']] as const) {
+    it(`${button.slice(1)} acts on the dead letters its confirmation counted; one dead-lettered while the modal was open is left, and the toast says so`, async () => {
+      const t = fixtureQueue();
+      p = await openPanel(browser, t);
+      await p.page.click('#tab-dead');
+      await p.page.waitForSelector('#dead-rows tr');
+      let late = '';
+      p.ui.whileConfirming = () => {
+        late = t.add({ body: { orderId: 'ord-late' }, state: 'dead', attempts: 5, deadAt: t.now, deadReason: 'nack' }).id;
+      };
+      await p.page.click(button);
+      await waitFor(async () => (await text(p, '#toast')) === `${done}; 1 more arrived and was left.`, 'the result with the arrival');
+      assert.match(p.ui.confirms[0].message, /all 12 dead letters of orders\?$/);
+      assert.deepEqual(t.messages.filter((m) => m.state === 'dead').map((m) => m.id), [late]);
+      await waitFor(async () => (await rowCount(p, '#dead-rows')) === 1, 'the late one listed');
+      assert.equal(await p.page.getAttribute('#dead-rows tr', 'data-id'), late);
+    });
+  }
+
+  it('shows a sub-second oldest wait as "< 1 s" in the header and the metrics, not milliseconds', async () => {
+    const t = new FakeTransport();
+    t.add({ body: { just: 'pushed' }, enqueuedAt: t.now - 143, visibleAt: t.now - 143 });
+    p = await openPanel(browser, t);
+    await waitFor(async () => /Oldest wait\s+< 1 s/i.test(await text(p, '#counts')), 'the header');
+    await p.page.click('#tab-metrics');
+    await waitFor(async () => /Oldest wait\s+< 1 s/i.test(await text(p, '#metric-cards')), 'the card');
+    assert.doesNotMatch(await text(p, '#counts'), /\bms\b/);
   });
 
   it('draws the 24-hour chart: 48 half-hour steps with the numbers on hover', async () => {

@@ -1,0 +1,66 @@
+// What the palette's commands show and offer, as plain data: quick-pick items, message documents,
+// and which fixes an (old) error toast may still run.
+import assert from 'node:assert/strict';
+import { NEW_NAMESPACE_LABEL, deadLetterItem, namespaceItems, peekItem } from '../../../src/commands/picks';
+import { fixStillApplies } from '../../../src/core/explain';
+import { messageText } from '../../../src/core/messageText';
+import { attemptsText } from '../../../src/tree/model';
+import { FakeTransport } from '../webview/fake-transport';
+import { message } from './ext-fakes';
+
+describe('extension: command quick picks and documents', () => {
+  const namespaces = [
+    { namespace: 'acme:prod', queues: 2 },
+    { namespace: 'billing', queues: 1 },
+  ];
+
+  it('Create Queue step 1: the namespaces and "New namespace…", nothing extra until something is typed', () => {
+    const items = namespaceItems(namespaces, '  ');
+    assert.deepEqual(items.map((i) => [i.label, i.description]), [['acme:prod', '2 queues'], ['billing', '1 queue'], [NEW_NAMESPACE_LABEL, undefined]]);
+    assert.deepEqual(items.map((i) => i.namespace ?? (i.ask ? 'ask' : '')), ['acme:prod', 'billing', 'ask']);
+  });
+
+  it('Create Queue step 1: typed text offers itself (always shown, so the filter cannot empty the list)', () => {
+    const [first] = namespaceItems(namespaces, ' acme:staging ');
+    assert.deepEqual(first, { label: '$(add) Create namespace "acme:staging"', description: 'new', create: 'acme:staging', alwaysShow: true });
+    // An existing name is picked as it is, not created again.
+    assert.ok(namespaceItems(namespaces, 'billing').every((i) => i.create === undefined && i.error === undefined));
+  });
+
+  it('Create Queue step 1: a typed name is checked as the input box checks it; a bad one cannot be accepted', () => {
+    const [first] = namespaceItems(namespaces, 'acme staging');
+    assert.equal(first.create, undefined);
+    assert.equal(first.error, 'A namespace name has no spaces or slashes');
+    assert.equal(first.alwaysShow, true);
+    assert.match(first.label, /Cannot create namespace "acme staging"/);
+    assert.equal(namespaceItems(namespaces, 'a/b')[0].error, 'A namespace name has no spaces or slashes');
+    assert.match(namespaceItems(namespaces, 'x'.repeat(201))[0].error!, /too long/);
+  });
+
+  it('Peek and Replay / Purge pick lists say "1 attempt", as the tree does', () => {
+    assert.deepEqual([0, 1, 2].map(attemptsText), ['0 attempts', '1 attempt', '2 attempts']);
+    assert.equal(peekItem(message('m1', 'ready', { a: 1 }, { attempts: 1 })).description, 'ready · 1 attempt');
+    assert.equal(peekItem(message('m2', 'dead', 'x', { attempts: 5, deadReason: 'nack' })).description, 'dead · 5 attempts · nack');
+    const d = deadLetterItem(message('m3', 'dead', { a: 1 }, { attempts: 1, deadReason: 'timeout', lastError: 'boom' }));
+    assert.deepEqual(d, { label: '{"a":1}', description: 'timeout · 1 attempt', detail: 'm3 · boom', id: 'm3' });
+  });
+
+  it('a message document is valid JSON, also once the message is gone', async () => {
+    const t = new FakeTransport();
+    const m = t.add({ body: { order: 42 } });
+    const ref = { namespace: t.namespace, queue: t.queue };
+    assert.deepEqual(JSON.parse(await messageText(t, { ...ref, id: m.id })).body, { order: 42 });
+    const gone = JSON.parse(await messageText(t, { ...ref, id: 'm_10' }));
+    assert.deepEqual(gone, { error: 'not_found', message: 'message m_10 not found' });
+    assert.deepEqual(JSON.parse(await messageText(t, undefined)), { error: 'invalid_argument', message: 'not a Quayside message address' });
+  });
+
+  it('an error toast picked after a later start succeeded does not start again; its other fixes still run', () => {
+    assert.equal(fixStillApplies('retry', 'crashed'), true);
+    assert.equal(fixStillApplies('useFreePort', 'stopped'), true);
+    assert.equal(fixStillApplies('retry', 'running'), false);
+    assert.equal(fixStillApplies('useFreePort', 'starting'), false);
+    assert.equal(fixStillApplies('openSettings', 'running'), true);
+    assert.equal(fixStillApplies('showLog', 'running'), true);
+  });
+});
