@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import { registerCommands } from './commands';
 import { readConfig } from './config';
 import type { Snapshot } from './core/lifecycle';
-import { EmulatorService } from './core/service';
+import { EmulatorService, settingsNeedingRestart } from './core/service';
 import { registerMessageDocuments } from './messageDocs';
 import { disposeQueuePanels, openQueuePanel, registerQueuePanelSerializer, setQueuePanelsConnection } from './panel';
 import { connectionNotice } from './panel/handler';
@@ -42,7 +42,7 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
     // The view title's Stop button also cancels a pending restart.
     void vscode.commands.executeCommand('setContext', 'quayside.restartPending', s.state === 'crashed' && s.restartAt !== undefined);
     view.message = s.state === 'crashed' ? `The emulator crashed${s.restartAt ? '; restarting…' : ''}` : undefined;
-    if (s.state === 'running' && !tree.model.hasTransport) tree.setRunning(true);
+    if (s.state === 'running' && !tree.model.hasTransport) tree.setRunning(true, s.endpoint?.clock);
     else if (s.state !== 'running' && tree.model.hasTransport) tree.setRunning(false);
     const notice = connectionNotice(s);
     setQueuePanelsConnection(notice.up, notice.message);
@@ -71,7 +71,15 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
     }),
     // A port picked for one start (Use a Free Port) holds until the settings change.
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('quayside')) svc.settingsChanged();
+      if (!e.affectsConfiguration('quayside')) return;
+      svc.settingsChanged();
+      // A running emulator read them when it started: say so, or the change seems ignored.
+      const changed = settingsNeedingRestart((k) => e.affectsConfiguration(k));
+      if (changed.length && svc.state === 'running') {
+        void vscode.window
+          .showInformationMessage(`Quayside: restart the emulator to apply the change of ${changed.join(', ')}.`, 'Restart')
+          .then((p) => p && vscode.commands.executeCommand('quayside.restart'));
+      }
     }),
     { dispose: () => void svc.dispose() },
   );

@@ -1,13 +1,16 @@
 // Every command of the extension. A command run from the palette asks for what it needs; from the
 // tree it takes the node (and the selected nodes); with a plain object argument it skips the prompts
 // (that is how the tests and other extensions call them) and returns its result.
+import * as fs from 'fs';
 import * as vscode from 'vscode';
 import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
 import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../core/args';
 import { formatDuration, parseDuration } from '../core/duration';
 import type { Snapshot } from '../core/lifecycle';
 import type { EmulatorService } from '../core/service';
-import { explainFailure, fixStillApplies, type FixAction } from '../core/explain';
+import { explainFailure, fixStillApplies, settingsCommand, type FixAction } from '../core/explain';
+import { npmFix, type NpmFixKind } from '../core/npmFix';
+import { workspaceFolders } from '../config';
 import type { TreeNode } from '../tree/model';
 import type { QueueTreeProvider } from '../tree/provider';
 import { confirm, pickNamespace, pickQueue, qname, withProgress, withStatusProgress } from './ui';
@@ -39,24 +42,53 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     return false;
   };
 
+  /** Open the Settings editor on `key` where it can be set (see settingsCommand). */
+  const openSetting = async (key: string): Promise<void> => {
+    const { command, args } = settingsCommand(key, { folderOpen: !!vscode.workspace.workspaceFolders?.length, remote: !!vscode.env.remoteName });
+    await vscode.commands.executeCommand(command, ...args);
+  };
+
+  /** `npm i -D quayside` / `npm rebuild better-sqlite3` in a terminal, under the Node the emulator runs on. */
+  const runNpmFix = async (kind: NpmFixKind): Promise<void> => {
+    const last = service.lastLaunch;
+    const fix = npmFix({
+      kind,
+      nodePath: last?.nodePath,
+      folder: last?.source === 'workspace' ? last.folder : undefined,
+      workspaceFolders: workspaceFolders(),
+      env: process.env,
+      exists: (p) => fs.existsSync(p),
+    });
+    if (!fix.cwd) {
+      void vscode.window.showWarningMessage('Quayside: open your project folder first; npm installs into it.');
+      return;
+    }
+    if (fix.createsPackageJson) {
+      const go = 'Create package.json and Install';
+      const picked = await vscode.window.showWarningMessage(
+        `${fix.cwd} has no package.json.`,
+        { modal: true, detail: 'npm i -D quayside would create one there, with quayside as its only dev dependency.' },
+        go,
+      );
+      if (picked !== go) return;
+    }
+    const term = vscode.window.createTerminal({ name: fix.name, cwd: fix.cwd, env: fix.env });
+    term.show();
+    for (const line of fix.lines) term.sendText(line);
+  };
+
   const doFix = async (a: FixAction): Promise<void> => {
     switch (a) {
-      case 'installWorkspace': {
-        const folder = vscode.workspace.workspaceFolders?.[0];
-        const term = vscode.window.createTerminal({ name: 'Quayside', cwd: folder?.uri });
-        term.show();
-        term.sendText('npm i -D quayside');
-        return;
-      }
+      case 'installWorkspace':
+        return runNpmFix('install');
+      case 'rebuildWorkspace':
+        return runNpmFix('rebuild');
       case 'setNodePath':
-        await vscode.commands.executeCommand('workbench.action.openSettings', 'quayside.nodePath');
-        return;
+        return openSetting('quayside.nodePath');
       case 'changePort':
-        await vscode.commands.executeCommand('workbench.action.openSettings', 'quayside.port');
-        return;
+        return openSetting('quayside.port');
       case 'openSettings':
-        await vscode.commands.executeCommand('workbench.action.openSettings', 'quayside');
-        return;
+        return openSetting('quayside');
       case 'showLog':
         log.show(true);
         return;
@@ -70,6 +102,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
   };
   const FIX_LABEL: Record<FixAction, string> = {
     installWorkspace: 'Run npm i -D quayside',
+    rebuildWorkspace: 'Run npm rebuild better-sqlite3',
     setNodePath: 'Set quayside.nodePath',
     useFreePort: 'Use a Free Port',
     changePort: 'Change quayside.port',
@@ -81,7 +114,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
   /** An error toast with the fixes explainFailure offers; `crashed`: it ran, crashed and was not restarted. */
   const reportFailure = (err: { code: string; message: string; detail?: string }, crashed = false) => {
     const last = service.lastLaunch;
-    const ex = explainFailure(err, { source: last?.source, nodePath: last?.nodePath, port: last?.port, url: last?.url });
+    const ex = explainFailure(err, { source: last?.source, nodePath: last?.nodePath, folder: last?.folder, port: last?.port, url: last?.url });
     // The explanation of a failed restart is about starting; say first that it had crashed.
     const lead = last?.source === 'attached' ? 'The attached emulator went away and attaching again failed.' : 'The emulator crashed and restarting it failed.';
     const text = crashed && err.code !== 'crashed' ? `${lead} ${ex.message}` : ex.message;
@@ -297,9 +330,19 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (!(await ensureRunning())) return;
       const clock = await t.request('clock.now', {});
       if (clock.mode !== 'virtual') {
-        const msg = 'Quayside: the emulator runs on the system clock, so there is nothing to advance. Set "quayside.clock" to "virtual" and restart the emulator.';
+        const setting = vscode.workspace.getConfiguration('quayside').get<string>('clock');
+        const attached = service.lastLaunch?.source === 'attached';
+        // Set already: the emulator was started before, and reads the setting only when it starts.
+        const restart = !attached && setting === 'virtual';
+        const msg = attached
+          ? 'Quayside: the attached emulator runs on the system clock, so there is nothing to advance. Start it with `--clock virtual`.'
+          : restart
+            ? 'Quayside: the emulator was started on the system clock; "quayside.clock" is "virtual" now, so restart the emulator to use it.'
+            : 'Quayside: the emulator runs on the system clock, so there is nothing to advance. Set "quayside.clock" to "virtual" and restart the emulator.';
         if (isProgrammatic(arg)) throw new Error(msg);
-        void vscode.window.showWarningMessage(msg, 'Open Setting').then((p) => p && vscode.commands.executeCommand('workbench.action.openSettings', 'quayside.clock'));
+        if (attached) void vscode.window.showWarningMessage(msg);
+        else if (restart) void vscode.window.showWarningMessage(msg, 'Restart Emulator').then((p) => p && startWithUi({ restart: true }));
+        else void vscode.window.showWarningMessage(msg, 'Open Setting').then((p) => p && openSetting('quayside.clock'));
         return;
       }
       let ms = typeof arg === 'number' ? arg : typeof (arg as { ms?: unknown })?.ms === 'number' ? (arg as { ms: number }).ms : undefined;

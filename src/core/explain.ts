@@ -3,6 +3,7 @@
 
 export type FixAction =
   | 'installWorkspace' // run `npm i -D quayside` in the workspace
+  | 'rebuildWorkspace' // run `npm rebuild better-sqlite3` in the folder whose copy failed
   | 'setNodePath' // open the quayside.nodePath setting
   | 'useFreePort' // start again on a free port
   | 'changePort' // open the quayside.port setting
@@ -19,6 +20,8 @@ export interface FailureContext {
   /** Which emulator copy ran ('workspace' | 'packaged' | 'attached'). */
   source?: string;
   nodePath?: string;
+  /** The workspace folder whose copy ran (source 'workspace'). */
+  folder?: string;
   port?: number;
   url?: string;
 }
@@ -26,6 +29,13 @@ export interface FailureContext {
 export function explainFailure(f: { code: string; message: string }, ctx: FailureContext = {}): Explanation {
   switch (f.code) {
     case 'node_not_found':
+      // A path that is not there: PATH has nothing to do with it.
+      if (ctx.nodePath && /[\\/]/.test(ctx.nodePath)) {
+        return {
+          message: `"quayside.nodePath" is set to ${ctx.nodePath}, and no Node.js is there (${f.message}). Set it to the full path of Node.js 20 or newer, or clear it to use the \`node\` on PATH.`,
+          actions: ['setNodePath', 'showLog'],
+        };
+      }
       return {
         message: `Quayside runs its emulator under Node.js, and none was found (${f.message}). Install Node.js 20 or newer and make sure \`node\` is on PATH, or set "quayside.nodePath" to its full path.`,
         actions: ['setNodePath', 'showLog'],
@@ -40,8 +50,8 @@ export function explainFailure(f: { code: string; message: string }, ctx: Failur
     case 'native_module':
       if (ctx.source === 'workspace') {
         return {
-          message: `The workspace's quayside could not load its native SQLite module under ${ctx.nodePath ?? 'node'}: ${stripFix(f.message)}. Rebuild it for this Node (\`npm rebuild better-sqlite3\` in the workspace), or set "quayside.nodePath" to the Node your project uses.`,
-          actions: ['setNodePath', 'showLog'],
+          message: `The workspace's quayside could not load its native SQLite module under ${ctx.nodePath ?? 'node'}: ${stripFix(f.message)}. Rebuild it for this Node (\`npm rebuild better-sqlite3\` in ${ctx.folder ?? 'the workspace folder'}), or set "quayside.nodePath" to the Node your project uses.`,
+          actions: ['rebuildWorkspace', 'setNodePath', 'showLog'],
         };
       }
       return {
@@ -92,4 +102,15 @@ function stripFix(s: string): string {
 export function fixStillApplies(action: FixAction, state: string): boolean {
   const starts = action === 'retry' || action === 'useFreePort';
   return !(starts && (state === 'running' || state === 'starting'));
+}
+
+/**
+ * The command that opens the Settings editor on `key` where it can be set. A machine-overridable
+ * setting (quayside.nodePath) is not listed on the User tab of a remote window, so: the Workspace
+ * tab when a folder is open, else the Remote tab in a remote window, else User.
+ */
+export function settingsCommand(key: string, o: { folderOpen: boolean; remote: boolean }): { command: string; args: unknown[] } {
+  if (o.folderOpen) return { command: 'workbench.action.openWorkspaceSettings', args: [{ query: key }] };
+  if (o.remote) return { command: 'workbench.action.openRemoteSettings', args: [{ query: key }] };
+  return { command: 'workbench.action.openSettings', args: [key] };
 }

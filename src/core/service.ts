@@ -32,8 +32,18 @@ export interface LaunchInfo {
   source?: EmulatorSource | 'attached';
   nodePath?: string;
   cliPath?: string;
+  /** The workspace folder whose copy ran (source 'workspace'). */
+  folder?: string;
   port?: number;
   url?: string;
+}
+
+/** The settings an emulator that runs reads only when it starts (not autoStart, not restartOnCrash). */
+export const RESTART_SETTINGS = ['url', 'token', 'nodePath', 'port', 'dataDir', 'inMemory', 'clock'] as const;
+
+/** Which of them a configuration change touched (`affects`: ConfigurationChangeEvent.affectsConfiguration). */
+export function settingsNeedingRestart(affects: (section: string) => boolean): string[] {
+  return RESTART_SETTINGS.map((k) => `quayside.${k}`).filter((k) => affects(k));
 }
 
 export interface ServiceOptions {
@@ -54,6 +64,10 @@ export class EmulatorService {
   /** The token the extension gives the emulators it starts (kept across restarts). */
   readonly token = crypto.randomBytes(24).toString('base64url');
   private portOverride: number | undefined;
+  /** The port a start on a free port got: later starts keep it (copied settings stay valid). */
+  private keptPort: number | undefined;
+  /** Whether the last launch asked for a free port (0). */
+  private askedFree = false;
   lastLaunch: LaunchInfo | undefined;
   private readonly opts: ServiceOptions;
   private readonly exists: (p: string) => boolean;
@@ -93,6 +107,7 @@ export class EmulatorService {
   /** The settings changed: they win again over a port chosen for one start. */
   settingsChanged(): void {
     this.portOverride = undefined;
+    this.keptPort = undefined;
   }
 
   stop(): Promise<void> {
@@ -106,7 +121,9 @@ export class EmulatorService {
   }
 
   private choosePort(opts: { port?: number }): void {
-    if (opts.port !== undefined) this.portOverride = opts.port;
+    if (opts.port === undefined) return;
+    this.portOverride = opts.port;
+    this.keptPort = undefined;
   }
 
   async dispose(): Promise<void> {
@@ -124,7 +141,12 @@ export class EmulatorService {
       if (this.opts.launchOverride) return this.opts.launchOverride(cfg, ctx, info);
       return attachEmulator(info.url!, cfg.token || undefined);
     }
-    const port = ctx.attempt > 0 && ctx.previous && !ctx.previous.attached ? ctx.previous.port : this.portOverride ?? cfg.port;
+    const crashRestart = ctx.attempt > 0 && ctx.previous && !ctx.previous.attached;
+    const asked = crashRestart ? ctx.previous!.port : this.portOverride ?? cfg.port;
+    this.askedFree = asked === 0;
+    // A free port once found is kept; another free one only if it has been taken since.
+    const kept = asked === 0 ? this.keptPort : undefined;
+    const port = kept ?? asked;
     const info: LaunchInfo = { mode: 'spawn', port, nodePath: cfg.nodePath };
     this.lastLaunch = info;
     const node = resolveNode({ nodePath: cfg.nodePath, env: cfg.env, exists: this.exists });
@@ -136,29 +158,42 @@ export class EmulatorService {
     if (!located.found) throw new LaunchError('emulator_not_found', `looked for ${located.tried.join(', ')}`);
     info.source = located.found.source;
     info.cliPath = located.found.cliPath;
-    if (this.opts.launchOverride) return this.opts.launchOverride(cfg, ctx, info);
-    const version = await probeNode(node);
-    log(`node ${version} at ${node}; emulator: ${located.found.source} copy ${located.found.cliPath}`);
-    log(`data: ${cfg.memory ? 'in memory' : cfg.dataDir}; port ${port === 0 ? '(a free one)' : port}${cfg.clock === 'virtual' ? '; virtual clock' : ''}`);
-    return spawnEmulator({
-      nodePath: node,
-      cliPath: located.found.cliPath,
-      source: located.found.source,
-      port,
-      host: cfg.host,
-      dataDir: cfg.dataDir,
-      memory: cfg.memory,
-      token: this.token,
-      clock: cfg.clock,
-      cwd: cfg.cwd ?? cfg.workspaceFolders[0],
-      env: cfg.env,
-      log: (line, stream) => log(`${stream === 'stderr' ? '[emulator:err]' : '[emulator]'} ${line}`),
-    });
+    info.folder = located.found.folder;
+    const run = async (p: number): Promise<Instance> => {
+      info.port = p;
+      if (this.opts.launchOverride) return this.opts.launchOverride(cfg, ctx, info);
+      const version = await probeNode(node);
+      log(`node ${version} at ${node}; emulator: ${located.found!.source} copy ${located.found!.cliPath}`);
+      log(`data: ${cfg.memory ? 'in memory' : cfg.dataDir}; port ${p === 0 ? '(a free one)' : p}${cfg.clock === 'virtual' ? '; virtual clock' : ''}`);
+      return spawnEmulator({
+        nodePath: node,
+        cliPath: located.found!.cliPath,
+        source: located.found!.source,
+        port: p,
+        host: cfg.host,
+        dataDir: cfg.dataDir,
+        memory: cfg.memory,
+        token: this.token,
+        clock: cfg.clock,
+        cwd: cfg.cwd ?? cfg.workspaceFolders[0],
+        env: cfg.env,
+        log: (line, stream) => log(`${stream === 'stderr' ? '[emulator:err]' : '[emulator]'} ${line}`),
+      });
+    };
+    if (kept === undefined) return run(port);
+    try {
+      return await run(kept);
+    } catch (e) {
+      if (!(e instanceof LaunchError) || e.code !== 'port_in_use') throw e;
+      log(`port ${kept}, the free port it had before, is taken now; picking another free one`);
+      return run(0);
+    }
   }
 
   private onState(s: Snapshot): void {
     if (s.state === 'running' && s.endpoint) {
       const ep = s.endpoint;
+      if (!ep.attached && this.askedFree) this.keptPort = ep.port;
       const token = ep.attached ? this.opts.getConfig().token || undefined : ep.token || this.token;
       const conn = this.opts.makeConnection
         ? this.opts.makeConnection({ ...ep, token: token ?? '' })

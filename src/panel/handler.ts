@@ -149,14 +149,14 @@ export class PanelHandler {
     const run = async (): Promise<unknown> => {
       switch (op) {
         case 'init': {
-          const [queue, now] = await Promise.all([
+          const [queue, clock] = await Promise.all([
             t.request('queue.get', this.ref),
-            t.request('clock.now', {}).then((c) => c.now, () => Date.now()),
+            t.request('clock.now', {}).catch(() => ({ now: Date.now(), mode: 'system' as const })),
           ]);
           this.dialect = queue.dialect;
           const tab = this.pendingTab;
           this.pendingTab = undefined;
-          return { ref: this.ref, queue, now, ...(tab ? { tab } : {}) };
+          return { ref: this.ref, queue, now: clock.now, clock: clock.mode, ...(tab ? { tab } : {}) };
         }
         case 'peek':
           return this.peek(t, a);
@@ -507,6 +507,7 @@ export class PanelHandler {
   }
 
   private onServerEvent(ev: ServerEvent) {
+    if (ev.event === 'clock' && !this.disposed) this.post({ type: 'event', event: 'clock', now: ev.now });
     if (ev.event !== 'change' || this.disposed) return;
     if (ev.namespace !== this.ref.namespace || ev.queue !== this.ref.queue) return;
     // Several subscriptions on one connection (the tree's, another panel's) each get a copy.

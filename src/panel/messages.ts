@@ -52,10 +52,15 @@ export function deadNoun(dialect: Dialect | undefined, n: number): string {
   return n === 1 ? w.one : w.many;
 }
 
+/** "5,001": counts as the panel and the tree show them. */
+export function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
 /** "; 1 more arrived and was left": what an "all" left that its confirmation had not counted. */
 export function arrivedNote(arrived: number | undefined): string {
   if (!arrived) return '';
-  return `; ${arrived.toLocaleString('en-US')} more arrived and ${arrived === 1 ? 'was' : 'were'} left`;
+  return `; ${formatCount(arrived)} more arrived and ${arrived === 1 ? 'was' : 'were'} left`;
 }
 
 /** The push form as the user typed it: the host validates it again (see validate.ts). */
@@ -78,7 +83,7 @@ export interface PanelOps {
    * The queue, its counts and the emulator's clock (it may be virtual); the first request a webview
    * makes. `tab`: a tab the host asked for while the webview was not loaded (shown once).
    */
-  init: { args: Record<string, never>; result: { ref: QueueRef; queue: QueueInfo; now: number; tab?: PanelTab } };
+  init: { args: Record<string, never>; result: { ref: QueueRef; queue: QueueInfo; now: number; clock: 'system' | 'virtual'; tab?: PanelTab } };
   /** One page of messages in any state (server-side paging: never loads everything). */
   peek: {
     args: { states: MessageState[]; search?: string; cursor?: string; limit: number };
@@ -140,7 +145,9 @@ export type PanelEvent =
   /** The queue was deleted. */
   | { type: 'event'; event: 'deleted' }
   /** Show this tab (the host opened the panel on it). */
-  | { type: 'event'; event: 'show'; tab: PanelTab };
+  | { type: 'event'; event: 'show'; tab: PanelTab }
+  /** The emulator's virtual clock was advanced to `now`. */
+  | { type: 'event'; event: 'clock'; now: number };
 
 export type HostMessage = PanelResponse | PanelEvent;
 

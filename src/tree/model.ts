@@ -4,7 +4,8 @@
 import type { ChangeEvent, Dialect, MessageView, QueueCounts, QueueInfo, ServerEvent } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
-import { deadAreaLabel } from '../panel/messages';
+import { EmulatorClock } from '../core/emulatorClock';
+import { deadAreaLabel, formatCount } from '../panel/messages';
 
 export type FolderKind = 'messages' | 'dead';
 
@@ -55,6 +56,7 @@ interface Page {
 
 export interface TreeModelOptions {
   pageSize?: number;
+  /** The local clock (tests); the emulator's time is derived from it (see EmulatorClock). */
   now?: () => number;
 }
 
@@ -71,15 +73,15 @@ export function liveCount(c: QueueCounts): number {
 
 /** All four counts (tooltips, quick picks). */
 export function countsDetail(c: QueueCounts): string {
-  return `${c.ready} ready · ${c.delayed} delayed · ${c.leased} in flight · ${c.dead} dead`;
+  return `${formatCount(c.ready)} ready · ${formatCount(c.delayed)} delayed · ${formatCount(c.leased)} in flight · ${formatCount(c.dead)} dead`;
 }
 
 /** The tree's short form: ready always, delayed / in flight / dead when there are any. */
 export function countsDescription(c: QueueCounts): string {
-  const parts = [`${c.ready} ready`];
-  if (c.delayed) parts.push(`${c.delayed} delayed`);
-  if (c.leased) parts.push(`${c.leased} in flight`);
-  if (c.dead) parts.push(`${c.dead} dead`);
+  const parts = [`${formatCount(c.ready)} ready`];
+  if (c.delayed) parts.push(`${formatCount(c.delayed)} delayed`);
+  if (c.leased) parts.push(`${formatCount(c.leased)} in flight`);
+  if (c.dead) parts.push(`${formatCount(c.dead)} dead`);
   return parts.join(' · ');
 }
 
@@ -164,11 +166,16 @@ export class TreeModel {
   private loadedRoot = false;
   private rootError: string | undefined;
   readonly pageSize: number;
-  private readonly now: () => number;
+  /** What "delayed 4 s" and "30 s left" count from: the emulator's time, which may be virtual. */
+  readonly clock: EmulatorClock;
 
   constructor(opts: TreeModelOptions = {}) {
     this.pageSize = opts.pageSize ?? 50;
-    this.now = opts.now ?? Date.now;
+    this.clock = new EmulatorClock(opts.now);
+  }
+
+  private now(): number {
+    return this.clock.now();
   }
 
   /** A new emulator (or none): forget everything. */
@@ -349,7 +356,7 @@ export class TreeModel {
         const dead = qs.reduce((s, q) => s + q.counts.dead, 0);
         return {
           label: n.namespace,
-          description: `${qs.length} ${qs.length === 1 ? 'queue' : 'queues'}${dead ? ` · ${dead} dead` : ''}`,
+          description: `${qs.length} ${qs.length === 1 ? 'queue' : 'queues'}${dead ? ` · ${formatCount(dead)} dead` : ''}`,
           tooltip: `Namespace ${n.namespace}`,
           contextValue: CONTEXT.namespace,
           collapsible: 'expanded',
@@ -384,7 +391,7 @@ export class TreeModel {
         if (n.folder === 'messages') {
           return {
             label: folderLabel(q?.dialect, 'messages'),
-            description: c ? String(liveCount(c)) : undefined,
+            description: c ? formatCount(liveCount(c)) : undefined,
             contextValue: CONTEXT.messages,
             collapsible: 'collapsed',
             icon: { id: 'mail' },
@@ -393,7 +400,7 @@ export class TreeModel {
         const dead = c?.dead ?? 0;
         return {
           label: folderLabel(q?.dialect, 'dead'),
-          description: c ? String(dead) : undefined,
+          description: c ? formatCount(dead) : undefined,
           contextValue: dead > 0 ? CONTEXT.deadLetters : CONTEXT.deadLettersEmpty,
           collapsible: 'collapsed',
           icon: dead > 0 ? { id: 'warning', color: 'list.warningForeground' } : { id: 'archive' },
@@ -417,7 +424,7 @@ export class TreeModel {
         const shown = page?.messages.length ?? 0;
         return {
           label: 'Load more…',
-          description: page ? `${shown} of ${page.total} shown` : undefined,
+          description: page ? `${formatCount(shown)} of ${formatCount(page.total)} shown` : undefined,
           contextValue: CONTEXT.loadMore,
           collapsible: 'none',
           icon: { id: 'ellipsis' },
@@ -433,6 +440,7 @@ export class TreeModel {
 
   /** Apply one server event to the cached state; says what to refresh. */
   apply(e: ServerEvent): ChangeEffect {
+    if (e.event === 'clock') return this.clockMoved(e.now);
     if (e.event !== 'change') return { root: false, nodes: [] };
     if (e.kind === 'queue_created' || e.kind === 'queue_deleted' || e.kind === 'queue_updated') return { root: true, nodes: [] };
     const k = key(e.namespace, e.queue);
@@ -449,6 +457,18 @@ export class TreeModel {
     // refreshes the queue below it too.
     if (q.counts.dead !== deadBefore) nodes.push(this.namespaceNode(e.namespace));
     else nodes.push(this.queueNode(e.namespace, e.queue));
+    return { root: false, nodes };
+  }
+
+  /**
+   * A virtual clock was advanced: the loaded folders' times ("delayed 4 s") are re-rendered from the
+   * cached pages (what changed state comes as change events). A system clock's event changes nothing.
+   */
+  private clockMoved(now: number): ChangeEffect {
+    if (!this.clock.virtual) return { root: false, nodes: [] };
+    this.clock.observe(now);
+    const nodes: TreeNode[] = [];
+    for (const n of this.nodes.values()) if (n.kind === 'folder' && this.pages.has(n.id)) nodes.push(n);
     return { root: false, nodes };
   }
 

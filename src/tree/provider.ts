@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import type { Transport } from '../../emulator/clients/transport';
 import { batchDebounce, type Debounced } from '../core/debounce';
+import type { ClockMode } from '../core/emulatorClock';
 import { TreeModel, type ChangeEffect, type TreeNode } from './model';
 
 export const VIEW_ID = 'quayside.queues';
@@ -30,6 +31,7 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
     this.debounced = batchDebounce(opts.debounceMs ?? 150, (effects) => this.fire(TreeModel.merge(effects)));
     this.disposers.push(
       transport.onEvent((e) => {
+        if (e.event === 'clock') this.debounced.add(this.model.apply(e));
         if (e.event !== 'change') return;
         this.eventsSeen++;
         this.debounced.add(this.model.apply(e));
@@ -46,11 +48,12 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
     this.updateBadge();
   }
 
-  /** The emulator is (or is no longer) running. */
-  setRunning(running: boolean): void {
+  /** The emulator is (or is no longer) running; `clock`: its clock's mode. */
+  setRunning(running: boolean, clock?: ClockMode): void {
     this.running = running;
     this.subscription = undefined;
     this.debounced.cancel();
+    this.model.clock.setMode(running ? clock : undefined);
     this.model.setTransport(running ? this.transport : undefined);
     if (running) void this.subscribe();
     this.fire({ root: true, nodes: [] });
@@ -60,6 +63,8 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
     try {
       const r = await this.transport.request('subscribe', {});
       this.subscription = r.subscription;
+      // A virtual clock stands still until the next `clock` event: start from where it is.
+      if (this.model.clock.virtual) this.model.clock.observe((await this.transport.request('clock.now', {})).now);
       // Whatever changed before the subscription is picked up by reloading.
       this.model.setTransport(this.transport);
       this.fire({ root: true, nodes: [] });

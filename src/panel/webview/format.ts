@@ -1,10 +1,9 @@
 // Formatting for the webview: numbers, durations, times, JSON (as DOM text nodes, never HTML).
 
+import { formatCount } from '../messages';
 import { h } from './dom';
 
-export function num(n: number): string {
-  return n.toLocaleString('en-US');
-}
+export const num = formatCount;
 
 /** 950 ms, 12 s, 3 min 5 s, 2 h 10 min, 3 d 4 h */
 export function duration(ms: number): string {

@@ -2,6 +2,7 @@
 // It talks to the extension only through postMessage (typed in ../messages.ts) and renders every piece
 // of message data as text.
 
+import { EmulatorClock } from '../../core/emulatorClock';
 import {
   ALL_STATES,
   PAGE_SIZES,
@@ -104,13 +105,13 @@ const st = {
   dead: { cursors: [undefined], index: 0, page: null, selected: new Set(), detailId: null, seq: 0, loading: false } as Paged,
   lag: null as LagStep[] | null,
   audit: null as AuditEntry[] | null,
-  /** server clock − local clock (the emulator may run a virtual clock). */
-  skew: 0,
+  /** The emulator's time: a virtual one stands still between advances. */
+  clock: new EmulatorClock(),
   down: false,
   deleted: false,
 };
 
-const now = () => Date.now() + st.skew;
+const now = () => st.clock.now();
 
 /** The selected states, in their usual order. */
 const statesList = () => ALL_STATES.filter((x) => st.states.has(x));
@@ -593,7 +594,7 @@ function renderCards() {
 async function loadStats() {
   try {
     const r = await request('stats', {});
-    st.skew = r.now - Date.now();
+    st.clock.observe(r.now);
     st.counts = r.counts;
     st.lag = r.lagHistory;
     renderCounts();
@@ -683,6 +684,12 @@ function onHostEvent(e: PanelEvent) {
     case 'show':
       setTab(e.tab);
       return;
+    case 'clock':
+      // Times are relative to it ("visible in 4 s"); what changed state comes as `changed`.
+      if (!st.clock.virtual) return;
+      st.clock.observe(e.now);
+      scheduleRefresh();
+      return;
     default: {
       // Every event is handled above: a new kind of PanelEvent fails to compile here.
       const unhandled: never = e;
@@ -716,7 +723,8 @@ async function loadQueue(): Promise<boolean> {
     const r = await request('init', {});
     st.queue = r.queue;
     st.counts = r.queue.counts;
-    st.skew = r.now - Date.now();
+    st.clock.setMode(r.clock);
+    st.clock.observe(r.now);
     $('queue-dialect').textContent = r.queue.dialect;
     $('queue-dialect').title = `${r.queue.dialect} dialect · lease ${duration(r.queue.policy.leaseMs)} · ${r.queue.policy.maxDeliveries} deliveries before dead`;
     renderDeadArea();

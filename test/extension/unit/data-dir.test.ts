@@ -16,4 +16,12 @@ describe('extension: the data directory', () => {
     assert.equal(resolveDataDir('', undefined, storage), path.join(storage, '.quayside'));
     assert.equal(resolveDataDir('q', undefined, storage), path.resolve(storage, 'q'));
   });
+
+  it('expands ${workspaceFolder} and a leading ~ (a ~ inside a name stays)', () => {
+    assert.equal(resolveDataDir('${workspaceFolder}/.q', '/w/app', storage, '/home/u'), path.resolve('/w/app/.q'));
+    assert.equal(resolveDataDir('${workspaceFolder}/.q', undefined, storage, '/home/u'), path.resolve(storage, '.q'));
+    assert.equal(resolveDataDir('~/quayside', '/w/app', storage, '/home/u'), path.resolve('/home/u/quayside'));
+    assert.equal(resolveDataDir('~', '/w/app', storage, '/home/u'), '/home/u');
+    assert.equal(resolveDataDir('a~b', '/w/app', storage, '/home/u'), path.resolve('/w/app', 'a~b'));
+  });
 });

@@ -3,7 +3,9 @@ import { QuaysideError } from '../../../emulator/errors';
 import { isProgrammatic, isUriLike, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
 import { batchDebounce } from '../../../src/core/debounce';
 import { formatDuration, parseDuration } from '../../../src/core/duration';
-import { explainFailure } from '../../../src/core/explain';
+import { explainFailure, settingsCommand } from '../../../src/core/explain';
+import { npmFix } from '../../../src/core/npmFix';
+import { settingsNeedingRestart } from '../../../src/core/service';
 import { SwitchingTransport } from '../../../src/core/switching';
 import { ScriptedTransport, change } from './ext-fakes';
 
@@ -126,6 +128,68 @@ describe('extension: failure explanations', () => {
     const ex = explainFailure({ code: 'node_not_found', message: '"node" is not on PATH' });
     assert.match(ex.message, /quayside\.nodePath/);
     assert.ok(ex.actions.includes('setNodePath'));
+  });
+
+  it('a nodePath that does not exist says so, not to put node on PATH', () => {
+    const ex = explainFailure({ code: 'node_not_found', message: '"/opt/node22/bin/node" does not exist' }, { nodePath: '/opt/node22/bin/node' });
+    assert.match(ex.message, /"quayside\.nodePath" is set to \/opt\/node22\/bin\/node, and no Node\.js is there/);
+    assert.doesNotMatch(ex.message, /make sure/);
+    assert.deepEqual(ex.actions, ['setNodePath', 'showLog']);
+  });
+
+  it('the workspace copy that fails to load names its folder and offers npm rebuild there', () => {
+    const ex = explainFailure({ code: 'native_module', message: 'NODE_MODULE_VERSION 115 vs 127' }, { source: 'workspace', nodePath: '/n/bin/node', folder: '/w/api' });
+    assert.match(ex.message, /`npm rebuild better-sqlite3` in \/w\/api/);
+    assert.deepEqual(ex.actions, ['rebuildWorkspace', 'setNodePath', 'showLog']);
+  });
+});
+
+describe('extension: the npm fixes for a native module', () => {
+  const base = { workspaceFolders: ['/w/web', '/w/api'], env: { PATH: '/usr/bin:/bin', HOME: '/h' }, platform: 'linux', exists: () => true };
+
+  it('install runs npm with the configured Node first on PATH, in the first folder, and says which Node', () => {
+    const f = npmFix({ ...base, kind: 'install', nodePath: '/opt/node22/bin/node' });
+    assert.equal(f.cwd, '/w/web');
+    assert.deepEqual(f.env, { PATH: '/opt/node22/bin:/usr/bin:/bin' });
+    assert.deepEqual(f.lines, ['node --version', 'npm i -D quayside']);
+    assert.match(f.name, /\/opt\/node22\/bin\/node/);
+    assert.equal(f.createsPackageJson, false);
+  });
+
+  it('rebuild runs in the folder whose copy failed', () => {
+    const f = npmFix({ ...base, kind: 'rebuild', nodePath: '/opt/node22/bin/node', folder: '/w/api' });
+    assert.equal(f.cwd, '/w/api');
+    assert.deepEqual(f.lines, ['node --version', 'npm rebuild better-sqlite3']);
+    assert.equal(f.env.PATH, '/opt/node22/bin:/usr/bin:/bin');
+  });
+
+  it('install in a folder without package.json says it would create one; no folder, no cwd', () => {
+    const seen: string[] = [];
+    const f = npmFix({ ...base, kind: 'install', nodePath: '/n/node', exists: (p) => (seen.push(p), false) });
+    assert.equal(f.createsPackageJson, true);
+    assert.deepEqual(seen, ['/w/web/package.json']);
+    assert.equal(npmFix({ ...base, kind: 'rebuild', exists: () => false }).createsPackageJson, false, 'rebuild creates nothing');
+    assert.equal(npmFix({ ...base, workspaceFolders: [], kind: 'install' }).cwd, undefined);
+  });
+
+  it('Windows: the Path variable keeps its name and ; separates; an unresolved node changes nothing', () => {
+    const f = npmFix({ ...base, platform: 'win32', env: { Path: 'C:\\Windows' }, kind: 'install', nodePath: 'C:\\node22\\node.exe' });
+    assert.deepEqual(f.env, { Path: 'C:\\node22;C:\\Windows' });
+    assert.deepEqual(npmFix({ ...base, kind: 'install', nodePath: 'node' }).env, {});
+  });
+});
+
+describe('extension: settings', () => {
+  it('opens a setting where it can be set: Workspace with a folder, else Remote in a remote window, else User', () => {
+    assert.deepEqual(settingsCommand('quayside.nodePath', { folderOpen: true, remote: true }), { command: 'workbench.action.openWorkspaceSettings', args: [{ query: 'quayside.nodePath' }] });
+    assert.deepEqual(settingsCommand('quayside.nodePath', { folderOpen: false, remote: true }), { command: 'workbench.action.openRemoteSettings', args: [{ query: 'quayside.nodePath' }] });
+    assert.deepEqual(settingsCommand('quayside.port', { folderOpen: false, remote: false }), { command: 'workbench.action.openSettings', args: ['quayside.port'] });
+  });
+
+  it('a change of what the emulator reads at start asks for a restart; autoStart and restartOnCrash do not', () => {
+    const affects = (changed: string[]) => (k: string) => changed.some((c) => c === k || c.startsWith(k + '.') || k.startsWith(c + '.'));
+    assert.deepEqual(settingsNeedingRestart(affects(['quayside.port', 'quayside.dataDir'])), ['quayside.port', 'quayside.dataDir']);
+    assert.deepEqual(settingsNeedingRestart(affects(['quayside.autoStart', 'quayside.restartOnCrash'])), []);
   });
 });
 

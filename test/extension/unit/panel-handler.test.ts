@@ -68,6 +68,16 @@ const fillDead = (t: FakeTransport, n: number) =>
   Array.from({ length: n }, (_, i) => t.add({ body: { i }, state: 'dead', attempts: 5, deadAt: t.now - 1000, deadReason: 'nack', lastError: 'boom' }));
 
 describe('panel handler (host side of the queue panel)', () => {
+  it('init says which clock the emulator runs; a virtual clock\'s advance is passed on to the webview', async () => {
+    const { handler, t, events } = setup();
+    t.clockMode = 'virtual';
+    const init = await handler.dispatch('init', {});
+    assert.equal(init.clock, 'virtual');
+    assert.equal(init.now, t.now);
+    t.advanceClock(30_000);
+    assert.deepEqual(events().filter((e) => e.event === 'clock'), [{ type: 'event', event: 'clock', now: t.now }]);
+  });
+
   it('answers a request with { requestId, ok: true, result } and a failure with { ok: false, error: { code, message } }', async () => {
     const { handler, responses, t } = setup();
     await handler.handleMessage({ type: 'request', requestId: 'a1', op: 'init', args: {} });

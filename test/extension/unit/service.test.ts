@@ -69,7 +69,7 @@ describe('extension: emulator service (fake launches)', () => {
       await svc.restart();
       await svc.stop();
       await svc.start();
-      assert.deepEqual(ports, [0, 0, 0], 'the free-port choice sticks');
+      assert.deepEqual(ports, [0, 40000, 40000], 'the free port it got is kept (copied connection settings stay valid)');
       await svc.restart({ port: 7500 });
       await svc.stop();
       await svc.start();
@@ -78,6 +78,41 @@ describe('extension: emulator service (fake launches)', () => {
       svc.settingsChanged();
       await svc.restart();
       assert.equal(ports.at(-1), 7600, 'after a settings change the setting wins again');
+    } finally {
+      await svc.dispose();
+    }
+  });
+
+  it('keeps the free port it got across restarts; picks another free one only when that one is taken', async () => {
+    const tried: number[] = [];
+    let taken = new Set<number>();
+    let next = 41000;
+    const svc = new EmulatorService({
+      getConfig: () => config({ port: 7433 }),
+      exists: () => true,
+      makeConnection: () => new ScriptedTransport(),
+      launchOverride: async (_c, _ctx, info) => {
+        tried.push(info.port!);
+        if (taken.has(info.port!)) throw new LaunchError('port_in_use', `port ${info.port} is in use`);
+        const inst = new FakeInstance();
+        inst.listen(info.port || next++);
+        return inst;
+      },
+    });
+    try {
+      await svc.start({ port: 0 });
+      await svc.restart();
+      assert.deepEqual(tried, [0, 41000]);
+      taken = new Set([41000]);
+      const s = await svc.restart();
+      assert.equal(s.state, 'running');
+      assert.deepEqual(tried.slice(2), [41000, 0], 'taken: a new free port');
+      assert.equal(s.endpoint?.port, 41001);
+      await svc.restart();
+      assert.equal(tried.at(-1), 41001, 'and that one is kept from then on');
+      svc.settingsChanged();
+      await svc.restart();
+      assert.equal(tried.at(-1), 7433, 'a settings change ends it');
     } finally {
       await svc.dispose();
     }

@@ -157,7 +157,44 @@ describe('extension: tree model', () => {
     assert.equal(bodyPreview('text'), '"text"');
     assert.equal(countsDescription({ ready: 1, delayed: 2, leased: 3, dead: 4, depth: 3, bytes: 0, oldestReadyAgeMs: 0 }), '1 ready · 2 delayed · 3 in flight · 4 dead');
     assert.equal(countsDescription({ ready: 0, delayed: 0, leased: 0, dead: 4, depth: 0, bytes: 0, oldestReadyAgeMs: 0 }), '0 ready · 4 dead');
+    assert.equal(countsDescription({ ready: 5001, delayed: 0, leased: 0, dead: 12345, depth: 5001, bytes: 0, oldestReadyAgeMs: 0 }), '5,001 ready · 12,345 dead', 'as the panel formats them');
     assert.equal(countsDetail({ ready: 0, delayed: 0, leased: 0, dead: 0, depth: 0, bytes: 0, oldestReadyAgeMs: 0 }), '0 ready · 0 delayed · 0 in flight · 0 dead');
     assert.equal(messageDescription(message('x', 'delayed', 1, { visibleAt: 70_000, attempts: 2 }), 10_000), 'delayed 1 min · 2 attempts');
+  });
+
+  describe('times against the emulator\'s clock', () => {
+    async function delayedTree(mode: 'system' | 'virtual') {
+      let local = 1_000_000;
+      const t = new ScriptedTransport();
+      t.queues = [queue('ns', 'q', { delayed: 1 })];
+      // The emulator's (virtual) time is 5,000: the message becomes visible 4 s later.
+      t.messages.set('ns/q', [message('m1', 'delayed', 1, { visibleAt: 9_000 })]);
+      const m = new TreeModel({ now: () => local });
+      m.clock.setMode(mode);
+      m.clock.observe(5_000);
+      m.setTransport(t);
+      await m.children();
+      const folder = m.folderNode('ns', 'q', 'messages');
+      const [msg] = await m.children(folder);
+      return { m, folder, describe: () => m.view(msg).description, tick: (ms: number) => (local += ms) };
+    }
+
+    it('virtual: stands still while real time passes, and moves with the clock event', async () => {
+      const { m, folder, describe, tick } = await delayedTree('virtual');
+      assert.match(describe()!, /^delayed 4 s/);
+      tick(60_000);
+      assert.match(describe()!, /^delayed 4 s/, 'a minute of real time is no virtual time');
+      const effect = m.apply({ event: 'clock', now: 8_000 });
+      assert.deepEqual(effect.nodes, [folder], 'the loaded folder re-renders');
+      assert.match(describe()!, /^delayed 1 s/);
+    });
+
+    it('system: runs with real time (from the emulator\'s time when it answered)', async () => {
+      const { m, describe, tick } = await delayedTree('system');
+      assert.match(describe()!, /^delayed 4 s/);
+      tick(3_000);
+      assert.match(describe()!, /^delayed 1 s/);
+      assert.deepEqual(m.apply({ event: 'clock', now: 0 }).nodes, [], 'a system clock ignores clock events');
+    });
   });
 });

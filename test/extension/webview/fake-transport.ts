@@ -42,6 +42,8 @@ export class FakeTransport implements Transport {
   private reconnectListeners = new Set<() => void>();
   private subs = new Map<string, { namespace?: string; queue?: string }>();
   private seq = 0;
+  /** What clock.now says the emulator runs on. */
+  clockMode: 'system' | 'virtual' = 'virtual';
 
   constructor(opts: { namespace?: string; queue?: string; now?: number } = {}) {
     this.namespace = opts.namespace ?? 'demo';
@@ -122,6 +124,12 @@ export class FakeTransport implements Transport {
     }
   }
 
+  /** A virtual clock's advance, as the emulator tells subscribers. */
+  advanceClock(ms: number) {
+    this.now += ms;
+    for (const l of this.listeners) l({ event: 'clock', now: this.now });
+  }
+
   reconnect() {
     this.subs.clear();
     for (const l of this.reconnectListeners) l();
@@ -186,7 +194,7 @@ export class FakeTransport implements Transport {
         this.check(a);
         return this.info();
       case 'clock.now':
-        return { now: this.now, mode: 'virtual' };
+        return { now: this.now, mode: this.clockMode };
       case 'subscribe': {
         const id = `sub_${this.subs.size + 1}_${Math.random().toString(36).slice(2, 6)}`;
         this.subs.set(id, { namespace: a.namespace, queue: a.queue });

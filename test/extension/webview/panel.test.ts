@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { fixtureQueue, launch, openPanel, removeBuild, type Panel } from './harness';
@@ -129,7 +129,7 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.click('#msg-next');
     await p.page.click(`#msg-rows tr[data-id="${leased.id}"] td.body-col`);
     await waitFor(async () => (await text(p, '#detail .detail-id')) === leased.id, 'leased detail');
-    assert.match(await text(p, '#detail .facts'), /Lease ends\s+2026-12-02 15:12:20Z \(in 1\d s\)/);
+    assert.match(await text(p, '#detail .facts'), /Lease ends\s+2026-12-02 15:12:20Z \(in 20 s\)/);
 
     const dead = t.messages.find((m) => m.state === 'dead' && m.lastError?.startsWith('Timeout'))!;
     await p.page.click('#msg-next');
@@ -339,6 +339,34 @@ describe('queue panel webview (Chromium)', function () {
     assert.ok(during[5] >= 1, `refreshed within the first 600 ms of the stream (${during.join(',')})`);
     assert.ok(during[19] >= 5 && during[19] <= 8, `about one refresh per 300 ms, not one per event: ${during[19]}`);
   });
+
+  for (const mode of ['virtual', 'system'] as const) {
+    it(`times count from the emulator's ${mode} clock: ${mode === 'virtual' ? 'still between advances, moved by one' : 'running with real time'}`, async () => {
+      const t = new FakeTransport();
+      t.clockMode = mode;
+      // Half a second to spare: Playwright's page clock still flows a little between steps.
+      t.add({ id: 'later', body: { n: 1 }, state: 'delayed', enqueuedAt: t.now, visibleAt: t.now + 4_500 });
+      p = await openPanel(browser, t, { fakeClock: true });
+      const when = () => p.page.locator('#msg-rows tr[data-id="later"]').innerText();
+      await waitFor(async () => /visible in 4 s/.test(await when()), `the delayed message: ${await when().catch(() => 'none')}`);
+      // Three seconds of real time, then a refresh (a change) re-renders the times.
+      await p.page.clock.runFor(3_000);
+      await p.deliver({ type: 'event', event: 'changed', kinds: ['pushed'], ids: [], counts: null, at: 0 });
+      await p.page.clock.runFor(400);
+      if (mode === 'system') {
+        // At least the three seconds run off (the page clock flows a little more under load).
+        await waitFor(async () => /visible (in [01] s|now|\d+ s ago)/.test(await when()), 'real time to count');
+        return;
+      }
+      await waitFor(async () => p.requests.filter((r) => r.op === 'peek').length >= 2, 'the refresh');
+      assert.match(await when(), /visible in 4 s/, 'real time is no virtual time');
+      // As the host forwards the emulator's clock event (panel-handler.test.ts checks that part).
+      t.now += 2_000;
+      await p.deliver({ type: 'event', event: 'clock', now: t.now });
+      await p.page.clock.runFor(400);
+      await waitFor(async () => /visible in 2 s/.test(await when()), 'the advanced clock');
+    });
+  }
 
   it('is told when the emulator stops (banner) and when it runs again (reloads the queue)', async () => {
     const t = fixtureQueue();
@@ -572,3 +600,29 @@ describe('queue panel webview (Chromium)', function () {
     }
   });
 });
+
+describe('queue panel stylesheet', () => {
+  const css = readFileSync(path.join(ROOT, 'media/panel/panel.css'), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
+  /** The panel's own variables and what they stand for (`--orange` → `--vscode-charts-orange`). */
+  const vars = new Map([...css.matchAll(/(--[\w-]+):\s*([^;]+);/g)].map((m) => [m[1], m[2]]));
+  const resolves = (value: string, seen = new Set<string>()): string =>
+    value.replace(/var\((--[\w-]+)[^)]*\)?/g, (whole, name: string) => (vars.has(name) && !seen.has(name) ? resolves(vars.get(name)!, new Set([...seen, name])) : whole));
+
+  it('colours no text with a chart colour (translucent or too light in several themes); they only mark', () => {
+    const offenders = [...css.matchAll(/([^{}]+)\{([^}]*)\}/g)].flatMap(([, selector, body]) =>
+      [...body.matchAll(/(?:^|;)\s*(color|fill)\s*:\s*([^;]+)/g)]
+        .filter(([, , value]) => /charts-/.test(resolves(value)))
+        .map(([, prop, value]) => `${selector.trim()} { ${prop}: ${value.trim()} }`),
+    );
+    // The chart's bars and dots are shapes, not text.
+    assert.deepEqual(offenders.filter((o) => !/^\.chart-svg (\.wait-dots circle|\.bar) /.test(o)), []);
+  });
+
+  it('draws the buttons\' focus ring outside them, where a primary button of the focus colour cannot hide it', () => {
+    const rule = /button:focus-visible\s*\{([^}]*)\}/.exec(css);
+    assert.ok(rule, 'a button focus rule');
+    const offset = /outline-offset:\s*(-?\d+)px/.exec(rule[1]);
+    assert.ok(offset && Number(offset[1]) > 0, `outline-offset ${offset?.[1]}`);
+  });
+});
+
