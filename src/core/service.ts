@@ -4,7 +4,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import { Connection } from '../../emulator/clients/connection';
 import type { Transport } from '../../emulator/clients/transport';
-import { LaunchError, Lifecycle, type Endpoint, type Instance, type LaunchContext, type LifecycleOptions, type Snapshot } from './lifecycle';
+import { LaunchError, Lifecycle, type Endpoint, type ExitInfo, type Instance, type LaunchContext, type LifecycleOptions, type Snapshot } from './lifecycle';
 import { locateEmulator, resolveNode, type EmulatorSource } from './locate';
 import { attachEmulator, probeNode, spawnEmulator } from './process';
 import { SwitchingTransport } from './switching';
@@ -181,13 +181,11 @@ export class EmulatorService {
       });
     };
     if (kept === undefined) return run(port);
-    try {
-      return await run(kept);
-    } catch (e) {
-      if (!(e instanceof LaunchError) || e.code !== 'port_in_use') throw e;
+    // A taken port shows only when the emulator fails to listen (its `ready`), not from run().
+    return onPortTaken(await run(kept), () => {
       log(`port ${kept}, the free port it had before, is taken now; picking another free one`);
       return run(0);
-    }
+    });
   }
 
   private onState(s: Snapshot): void {
@@ -219,4 +217,43 @@ export class EmulatorService {
     const token = s.endpoint.attached ? this.opts.getConfig().token : s.endpoint.token || this.token;
     return `QUAYSIDE_URL=${s.endpoint.url}${token ? ` QUAYSIDE_TOKEN=${token}` : ''}`;
   }
+}
+
+/**
+ * `first`, unless it fails to listen because its port is taken: then `fallback()` is launched in
+ * its place, and the instance returned follows whichever runs. A stop during the switch stops both.
+ */
+export function onPortTaken(first: Instance, fallback: () => Promise<Instance>): Instance {
+  let current = first;
+  let stopped = false;
+  let resolveExit!: (i: ExitInfo) => void;
+  const exited = new Promise<ExitInfo>((r) => (resolveExit = r));
+  const follow = (i: Instance) => void i.exited.then(resolveExit, () => resolveExit({ code: null, signal: null }));
+  const ready = first.ready.then(
+    (ep) => {
+      follow(first);
+      return ep;
+    },
+    async (e: unknown) => {
+      if (stopped || !(e instanceof LaunchError) || e.code !== 'port_in_use') {
+        follow(first);
+        throw e;
+      }
+      await first.stop().catch(() => undefined);
+      const next = await fallback();
+      current = next;
+      follow(next);
+      if (stopped) await next.stop().catch(() => undefined);
+      return next.ready;
+    },
+  );
+  ready.catch(() => undefined);
+  return {
+    ready,
+    exited,
+    stop: async () => {
+      stopped = true;
+      await current.stop();
+    },
+  };
 }

@@ -5,7 +5,7 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { EmulatorService, type EmulatorConfig } from '../../../src/core/service';
+import { EmulatorService, onPortTaken, type EmulatorConfig } from '../../../src/core/service';
 import { LaunchError, type Snapshot } from '../../../src/core/lifecycle';
 import { explainFailure } from '../../../src/core/explain';
 import { FakeInstance, ScriptedTransport } from './ext-fakes';
@@ -93,9 +93,12 @@ describe('extension: emulator service (fake launches)', () => {
       makeConnection: () => new ScriptedTransport(),
       launchOverride: async (_c, _ctx, info) => {
         tried.push(info.port!);
-        if (taken.has(info.port!)) throw new LaunchError('port_in_use', `port ${info.port} is in use`);
         const inst = new FakeInstance();
-        inst.listen(info.port || next++);
+        // As the real spawn does: the launch succeeds, and a taken port fails the instance's ready.
+        if (taken.has(info.port!)) {
+          inst.fail(new LaunchError('port_in_use', `port ${info.port} is in use`));
+          inst.exit(1);
+        } else inst.listen(info.port || next++);
         return inst;
       },
     });
@@ -116,6 +119,27 @@ describe('extension: emulator service (fake launches)', () => {
     } finally {
       await svc.dispose();
     }
+  });
+
+  it('onPortTaken: a stop while it switches to a free port stops the replacement too, and exited follows it', async () => {
+    const first = new FakeInstance();
+    let second: FakeInstance | undefined;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const inst = onPortTaken(first, async () => {
+      await gate;
+      second = new FakeInstance();
+      return second;
+    });
+    first.fail(new LaunchError('port_in_use', 'taken'));
+    await new Promise((r) => setImmediate(r));
+    const stopping = inst.stop();
+    release();
+    await stopping;
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(first.stopped, true);
+    assert.equal(second?.stopped, true, 'the replacement launched during the stop was stopped');
+    assert.deepEqual(await inst.exited, { code: 0, signal: null });
   });
 
   it('re-attaches to an attached emulator past maxRestarts (it may be paused in a debugger); one it started gives up', async () => {
