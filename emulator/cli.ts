@@ -172,6 +172,7 @@ async function start(args: Args): Promise<void> {
   if (configFile) {
     try {
       config = wc.readWorkspaceConfig(path.resolve(configFile));
+      wc.planWorkspaceConfig(config); // checked here for this command's own error code; startEmulator plans it again
     } catch (e) {
       return fail('config', `${configFile}: ${(e as Error).message}`);
     }

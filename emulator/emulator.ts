@@ -5,7 +5,7 @@ import { DB_FILE, Store, StoreOpenError } from './store/store';
 import { QuaysideServer } from './server/server';
 import { envHttpRoutes } from './http/env-api';
 import { DEFAULT_PORT } from './protocol';
-import { applyWorkspaceConfigObject, planWorkspaceConfig, readWorkspaceConfig } from './workspace-config';
+import { applyWorkspacePlan, planWorkspaceConfig, readWorkspaceConfig } from './workspace-config';
 import path from 'node:path';
 
 export interface EmulatorOptions {
@@ -64,8 +64,7 @@ export function startEmulator(opts?: EmulatorOptions): Promise<Emulator>;
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
   checkOptions(opts);
   // Checked before the data directory is opened: a bad file starts nothing.
-  const config = typeof opts.config === 'string' ? readWorkspaceConfig(path.resolve(opts.config)) : opts.config;
-  if (config !== undefined) planWorkspaceConfig(config);
+  const plan = opts.config === undefined ? undefined : planWorkspaceConfig(typeof opts.config === 'string' ? readWorkspaceConfig(path.resolve(opts.config)) : opts.config);
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 0;
   const store = new Store({ dataDir: opts.memory || !opts.dataDir ? null : opts.dataDir, durability: opts.durability });
@@ -116,9 +115,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     },
   };
   if (clock.mode === 'virtual') emu.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
-  if (config !== undefined) {
+  if (plan !== undefined) {
     try {
-      await applyWorkspaceConfigObject(engine, config);
+      await applyWorkspacePlan(engine, plan);
     } catch (e) {
       await emu.close();
       throw e;

@@ -32,7 +32,7 @@ export interface AppliedQueue {
   action: 'created' | 'updated' | 'unchanged';
 }
 
-interface Planned {
+export interface Planned {
   dialect: Dialect;
   namespace: string;
   queue: string;
@@ -108,12 +108,13 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
  * checked before anything changes; a queue of another dialect under the same name is a conflict.
  */
 export async function applyWorkspaceConfig(engine: Engine, file: string): Promise<AppliedQueue[]> {
-  return applyWorkspaceConfigObject(engine, readWorkspaceConfig(file));
+  return applyWorkspacePlan(engine, planWorkspaceConfig(readWorkspaceConfig(file)));
 }
 
 /**
- * Reads and checks `file` without an engine, so `quayside start` can refuse a bad file before it
- * opens the data directory. What only the queues can tell (a conflict) is found when applied.
+ * Reads and parses `file` without an engine; planWorkspaceConfig() then checks it, so a start can
+ * refuse a bad file before it opens the data directory. What only the queues can tell (a
+ * conflict) is found when the plan is applied.
  */
 export function readWorkspaceConfig(file: string): unknown {
   let text: string;
@@ -128,13 +129,11 @@ export function readWorkspaceConfig(file: string): unknown {
   } catch (e) {
     throw invalidArg(`${file} is not JSON: ${(e as Error).message}`);
   }
-  planWorkspaceConfig(parsed);
   return parsed;
 }
 
-/** The same as applyWorkspaceConfig, for an already-parsed config. */
-export async function applyWorkspaceConfigObject(engine: Engine, config: unknown): Promise<AppliedQueue[]> {
-  const plan = planWorkspaceConfig(config);
+/** Creates or updates the queues of a checked config (planWorkspaceConfig) in `engine`. */
+export async function applyWorkspacePlan(engine: Engine, plan: Planned[]): Promise<AppliedQueue[]> {
   const existing = new Map<string, { dialect: Dialect; policy: QueuePolicy; consumer: ConsumerSettings | null }>();
   for (const p of plan) {
     try {
