@@ -270,7 +270,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         void vscode.window.showErrorMessage(msg);
         return;
       }
-      const ref = await pickQueue(t, uri ? undefined : arg, 'Push Message from Active Editor');
+      const ref = await pickQueue(t, arg, 'Push Message from Active Editor'); // a Uri names no queue: the pick is offered
       if (!ref) return;
       const res = await t.request('push', { ...ref, ...pushInput((isProgrammatic(arg) ? arg : {}) as Partial<PushInput>, parsed.value) });
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: pushed ${res.id} to ${qname(ref)}.`);

@@ -47,10 +47,10 @@ export function renderChart(container: HTMLElement, tip: HTMLElement, steps: Lag
   for (let v = 0; v <= dScale.max + 1e-9; v += dScale.step) {
     const y = yD(v);
     grid.appendChild(s('line', { x1: PAD.left, x2: W - PAD.right, y1: y, y2: y }));
-    grid.appendChild(s('text', { x: PAD.left - 8, y: y + 4, class: 'axis depth-axis', 'text-anchor': 'end' }, num(Math.round(v * 100) / 100)));
+    grid.appendChild(s('text', { x: PAD.left - 8, y: y + 4, class: 'axis', 'text-anchor': 'end' }, num(Math.round(v * 100) / 100)));
   }
   for (let v = 0; v <= wScale.max + 1e-9; v += wScale.step) {
-    grid.appendChild(s('text', { x: W - PAD.right + 8, y: yW(v) + 4, class: 'axis wait-axis', 'text-anchor': 'start' }, durationShort(v)));
+    grid.appendChild(s('text', { x: W - PAD.right + 8, y: yW(v) + 4, class: 'axis', 'text-anchor': 'start' }, durationShort(v)));
   }
 
   const bars = s('g', { class: 'bars' });
