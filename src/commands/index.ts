@@ -17,8 +17,9 @@ import { confirm, pickNamespace, pickQueue, qname, withProgress, withStatusProgr
 import { NEW_NAMESPACE_LABEL, deadLetterItem, peekItem, type NamespaceItem } from './picks';
 import { messageUri, type MessageDocuments } from '../messageDocs';
 import { checkAttributes, checkDedupeKey } from '../panel/validate';
-import { arrivedNote, deadNoun, deadWords, isPanelTab, type PanelTab } from '../panel/messages';
-import { IDS_PER_REQUEST, actOnDeadIds, actOnListed, listDeadIds, type DeadAction } from '../core/deadLetters';
+import { isPanelTab, type PanelTab } from '../panel/messages';
+import { arrivedNote, deadWords } from '../core/wording';
+import { actOnAllDead, actOnSelectedDead, type DeadAction, type DeadUi } from '../core/deadLetters';
 
 export interface CommandContext {
   context: vscode.ExtensionContext;
@@ -428,27 +429,24 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     const tell = (text: string) => {
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: ${text}`);
     };
+    // The flow and its wording are core/deadLetters' (shared with the panel); `confirm: false` skips the modal.
+    const ui: DeadUi = {
+      confirm: (question, detail, button) => (skipConfirm(arg) ? Promise.resolve(true) : confirm(question, detail, button)),
+      withProgress: (title, task) => withProgress(title, (report) => task({ report: (d, n) => report(`${d} of ${n}`) })),
+      listing: withStatusProgress,
+    };
     if (ids) {
-      const what = `${ids.length} selected ${ids.length === 1 ? 'message' : 'messages'}`;
-      if (!replay && !skipConfirm(arg) && !(await confirm(`Discard ${what} of ${qname(ref)}?`, 'Discarded messages are deleted for good.', 'Discard'))) return;
-      const chosen = ids;
-      const run = (report?: (message: string) => void) => actOnDeadIds(t, ref, action, chosen, { report: (d, n) => report?.(`${d} of ${n}`) });
-      // One request needs no progress notification.
-      const r = chosen.length > IDS_PER_REQUEST ? await withProgress(`${replay ? 'Replaying' : 'Discarding'} ${what} of ${qname(ref)}`, run) : await run();
+      const r = await actOnSelectedDead(t, ref, action, ids, dialect, ui);
+      if (!r) return;
       tell(`${replay ? 'replayed' : 'discarded'} ${r.done} of ${ids.length} from ${qname(ref)}.`);
       return result(r.done);
     }
-    const all = await withStatusProgress(`Listing ${area} of ${qname(ref)}`, () => listDeadIds(t, ref));
-    if (all.length === 0) {
+    const r = await actOnAllDead(t, ref, action, dialect, ui);
+    if (!r) return;
+    if (r.listed === 0) {
       tell(`${qname(ref)} has no ${area}.`);
       return result(0);
     }
-    const question = `${replay ? 'Replay' : 'Purge'} all ${all.length} ${deadNoun(dialect, all.length)} of ${qname(ref)}?`;
-    const detail = replay ? 'They go back to the queue as ready messages with their attempts reset.' : 'They are deleted for good. This cannot be undone.';
-    if (!skipConfirm(arg) && !(await confirm(question, detail, replay ? 'Replay All' : 'Purge'))) return;
-    const r = await withProgress(`${replay ? 'Replaying' : 'Purging'} ${area} of ${qname(ref)}`, (report) =>
-      actOnListed(t, ref, action, all, { report: (d, n) => report(`${d} of ${n}`) }),
-    );
     tell(`${replay ? 'replayed' : 'purged'} ${r.done} from ${qname(ref)}${arrivedNote(r.arrived)}.`);
     return result(r.done, r.arrived);
   }

@@ -1,8 +1,11 @@
-// Replaying or purging "all" dead letters, for the panel and the commands alike. "All" means the
-// ones a confirmation counted: their ids are listed before it is shown and only those are acted on,
-// so a message dead-lettered while the modal was open is left, and said to be. No VS Code here.
-import type { QueueRef } from '../../emulator/protocol';
+// Replaying or purging dead letters (the selected ones, or "all"), for the panel and the commands
+// alike. "All" means the ones a confirmation counted: their ids are listed before it is shown and
+// only those are acted on, so a message dead-lettered while the modal was open is left, and said to
+// be. No VS Code here: the editor's part (a modal, progress) comes in through `DeadUi`, so both
+// callers share one flow and one wording.
+import type { Dialect, QueueRef } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
+import { deadWords, plural } from './wording';
 
 /** `dead.list` pages hold at most 1000 (docs/protocol.md). */
 export const DEAD_LIST_PAGE = 1000;
@@ -70,4 +73,77 @@ export async function actOnListed(
   if (!r.finished) return { done: r.done };
   const { total } = await t.request('dead.list', { ...ref, limit: 1 });
   return { done: r.done, arrived: total };
+}
+
+/** What the flows below need from the editor: the palette and the panel each supply their own. */
+export interface DeadUi {
+  /** A modal "are you sure": true only when the user picked `button`. */
+  confirm(question: string, detail: string, button: string): Promise<boolean>;
+  /** A progress notification while `task` runs; `task` reports to (and checks for cancelling on) the sink it gets. */
+  withProgress<T>(title: string, task: (progress: DeadProgress) => Promise<T>): Promise<T>;
+  /** Each step, labelled ('Listing', 'Replaying', …), notification or not: the panel tells its webview. */
+  progress?(label: string, done: number, total: number): void;
+  /** A quiet indicator while the ids are listed (the palette's status bar). */
+  listing?<T>(title: string, task: () => Promise<T>): Promise<T>;
+}
+
+/** Undefined when the user said no. `listed`: how many the confirmation counted (0: none, nothing asked). */
+export type DeadAllResult = { listed: number; done: number; arrived?: number } | undefined;
+
+const queueName = (ref: QueueRef) => `${ref.namespace}/${ref.queue}`;
+
+/**
+ * Replay or purge "all": list the ids, confirm with their count (none: nothing to ask), then act on
+ * just those with progress; `arrived` as for actOnListed.
+ */
+export async function actOnAllDead(t: Transport, ref: QueueRef, action: DeadAction, dialect: Dialect | undefined, ui: DeadUi): Promise<DeadAllResult> {
+  const w = deadWords(dialect);
+  const name = queueName(ref);
+  const replay = action === 'replay';
+  // Listing is said only when it takes several pages (one is too quick to show).
+  const list = () => listDeadIds(t, ref, { report: (done, total) => void (total > DEAD_LIST_PAGE && ui.progress?.('Listing', done, total)) });
+  const ids = ui.listing ? await ui.listing(`Listing ${w.many} of ${name}`, list) : await list();
+  if (ids.length === 0) return { listed: 0, done: 0 };
+  const ok = await ui.confirm(
+    `${replay ? 'Replay' : 'Purge'} all ${plural(ids.length, w.one, w.many)} of ${name}?`,
+    replay ? 'They go back to the queue as ready messages with their attempts reset.' : 'They are deleted for good. This cannot be undone.',
+    replay ? 'Replay All' : 'Purge All',
+  );
+  if (!ok) return undefined;
+  const label = replay ? 'Replaying' : 'Purging';
+  const r = await ui.withProgress(`${label} ${w.many} of ${name}`, (progress) => actOnListed(t, ref, action, ids, sink(ui, label, progress)));
+  return { listed: ids.length, ...r };
+}
+
+/**
+ * Replay or discard the given dead letters. A discard is confirmed first (a replay loses nothing);
+ * a progress notification only when it takes several requests. Undefined when the user said no.
+ */
+export async function actOnSelectedDead(
+  t: Transport,
+  ref: QueueRef,
+  action: DeadAction,
+  ids: readonly string[],
+  dialect: Dialect | undefined,
+  ui: DeadUi,
+): Promise<{ done: number } | undefined> {
+  const w = deadWords(dialect);
+  const unique = [...new Set(ids)];
+  const what = plural(unique.length, w.one, w.many);
+  const name = queueName(ref);
+  if (action === 'purge' && !(await ui.confirm(`Discard ${what} from ${name}?`, 'They are deleted for good. This cannot be undone.', 'Discard'))) return undefined;
+  const label = action === 'replay' ? 'Replaying' : 'Discarding';
+  const run = async (progress?: DeadProgress) => ({ done: (await actOnDeadIds(t, ref, action, unique, sink(ui, label, progress))).done });
+  return unique.length > IDS_PER_REQUEST ? ui.withProgress(`${label} ${what} of ${name}`, run) : run();
+}
+
+/** A run's progress to the notification (if any) and to `ui.progress`. */
+function sink(ui: DeadUi, label: string, notification?: DeadProgress): DeadProgress {
+  return {
+    cancelled: () => !!notification?.cancelled?.(),
+    report: (done, total) => {
+      notification?.report?.(done, total);
+      ui.progress?.(label, done, total);
+    },
+  };
 }

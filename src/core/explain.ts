@@ -1,6 +1,8 @@
 // What to tell the user when the emulator does not start, and which fixes to offer.
 // Plain data, so the wording is unit-tested; the extension turns actions into buttons.
 
+import { capital } from './wording';
+
 export type FixAction =
   | 'installWorkspace' // run `npm i -D quayside` in the workspace
   | 'rebuildWorkspace' // run `npm rebuild better-sqlite3` in the folder whose copy failed
@@ -83,10 +85,6 @@ export function explainFailure(f: { code: string; message: string }, ctx: Failur
     default:
       return { message: `The Quayside emulator did not start: ${f.message}`, actions: ['showLog', 'retry'] };
   }
-}
-
-function capital(s: string): string {
-  return s ? s[0].toUpperCase() + s.slice(1) : s;
 }
 
 /** The CLI's native_module message already carries a "Fix: …" tail; we say it our way. */

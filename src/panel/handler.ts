@@ -9,7 +9,6 @@ import type { Snapshot } from '../core/lifecycle';
 import {
   ALL_STATES,
   MAX_PAGE_SIZE,
-  deadWords,
   isPanelRequest,
   type ExportFormat,
   type HostMessage,
@@ -20,9 +19,10 @@ import {
   type PanelResult,
   type PanelTab,
 } from './messages';
+import { deadWords, plural } from '../core/wording';
 import { validatePushForm } from './validate';
 import { batchDebounce, type Debounced, type Timers } from '../core/debounce';
-import { DEAD_LIST_PAGE, IDS_PER_REQUEST, actOnDeadIds, actOnListed, listDeadIds, type DeadAction, type DeadProgress } from '../core/deadLetters';
+import { actOnAllDead, actOnSelectedDead, type DeadAction, type DeadUi } from '../core/deadLetters';
 
 export interface SaveTarget {
   /** Where it went, for the user (a path). */
@@ -97,10 +97,6 @@ function isStringArray(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');
 }
 
-function plural(n: number, one: string, many = one + 's'): string {
-  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
-}
-
 export class PanelHandler {
   readonly ref: QueueRef;
   private readonly getTransport: () => Transport | undefined;
@@ -170,9 +166,9 @@ export class PanelHandler {
         case 'push':
           return this.push(t, a, requestId);
         case 'dead.replay':
-          return this.replay(t, a, requestId);
+          return this.actOnDead(t, 'replay', a, requestId);
         case 'dead.purge':
-          return this.purgeDead(t, a, requestId);
+          return this.actOnDead(t, 'purge', a, requestId);
         case 'purge':
           return this.purgeLive(t);
         case 'stats':
@@ -308,69 +304,29 @@ export class PanelHandler {
     return this.ui.withProgress(`Sending ${plural(count, 'message')} to ${this.ref.queue}`, work);
   }
 
-  private async replay(t: Transport, a: Record<string, unknown>, requestId: string) {
-    if (a.all === true) {
-      const r = await this.actOnAll(t, 'replay', requestId);
-      return { replayed: r.done, ...(r.arrived ? { arrived: r.arrived } : {}) };
-    }
-    if (!isStringArray(a.ids) || a.ids.length === 0) throw bad(`Select the ${this.words().many} to replay`);
-    return { replayed: await this.actOnIds(t, 'replay', [...new Set(a.ids)], requestId) };
-  }
-
-  private async purgeDead(t: Transport, a: Record<string, unknown>, requestId: string) {
-    if (a.all === true) {
-      const r = await this.actOnAll(t, 'purge', requestId);
-      return { purged: r.done, ...(r.arrived ? { arrived: r.arrived } : {}) };
-    }
-    if (!isStringArray(a.ids) || a.ids.length === 0) throw bad(`Select the ${this.words().many} to discard`);
-    const ids = [...new Set(a.ids)];
-    const ok = await this.ui.confirm(
-      `Discard ${this.dead(ids.length)} from ${this.ref.queue}?`,
-      'They are deleted for good. This cannot be undone.',
-      'Discard',
-    );
-    if (!ok) throw cancelled();
-    return { purged: await this.actOnIds(t, 'purge', ids, requestId) };
-  }
-
-  /** Replay or discard the selected dead letters: a progress notification only when it takes several requests. */
-  private async actOnIds(t: Transport, action: DeadAction, ids: string[], requestId: string): Promise<number> {
-    const label = action === 'replay' ? 'Replaying' : 'Discarding';
-    const run = async (progress?: ProgressReporter) =>
-      (await actOnDeadIds(t, this.ref, action, ids, this.reporter(requestId, label, progress))).done;
-    return ids.length <= IDS_PER_REQUEST ? run() : this.ui.withProgress(`${label} ${this.dead(ids.length)}`, run);
-  }
-
   /**
-   * Replay or purge all: the ids are listed first, the confirmation counts them, and only they are
-   * acted on (one dead-lettered while the modal is open is left, and the result says so).
+   * Replay / discard the selected dead letters or replay / purge them all: the flow and its wording
+   * are core/deadLetters' (shared with the commands); "no" to its confirmation is a cancelled request.
    */
-  private async actOnAll(t: Transport, action: DeadAction, requestId: string): Promise<{ done: number; arrived?: number }> {
-    // Listing is said only when it takes several pages (one is too quick to show).
-    const listing = this.reporter(requestId, 'Listing');
-    const ids = await listDeadIds(t, this.ref, { report: (done, total) => total > DEAD_LIST_PAGE && listing.report?.(done, total) });
-    if (ids.length === 0) return { done: 0 };
-    const replay = action === 'replay';
-    const ok = await this.ui.confirm(
-      `${replay ? 'Replay' : 'Purge'} all ${this.dead(ids.length)} of ${this.ref.queue}?`,
-      replay ? 'They go back to the queue as ready messages and will be delivered again.' : 'They are deleted for good. This cannot be undone.',
-      replay ? 'Replay all' : 'Purge all',
-    );
-    if (!ok) throw cancelled();
-    const label = replay ? 'Replaying' : 'Purging';
-    return this.ui.withProgress(`${label} ${this.words().many} of ${this.ref.queue}`, (progress) =>
-      actOnListed(t, this.ref, action, ids, this.reporter(requestId, label, progress)),
-    );
+  private async actOnDead(t: Transport, action: DeadAction, a: Record<string, unknown>, requestId: string) {
+    const ui = this.deadUi(requestId);
+    let r;
+    if (a.all === true) r = await actOnAllDead(t, this.ref, action, this.dialect, ui);
+    else {
+      if (!isStringArray(a.ids) || a.ids.length === 0) throw bad(`Select the ${this.words().many} to ${action === 'replay' ? 'replay' : 'discard'}`);
+      r = await actOnSelectedDead(t, this.ref, action, a.ids, this.dialect, ui);
+    }
+    if (!r) throw cancelled();
+    const arrived = 'arrived' in r && r.arrived ? { arrived: r.arrived } : {};
+    return action === 'replay' ? { replayed: r.done, ...arrived } : { purged: r.done, ...arrived };
   }
 
-  /** Progress of a dead-letter run to the notification (if any) and the webview. */
-  private reporter(requestId: string, label: string, progress?: ProgressReporter): DeadProgress {
+  /** The editor's part of a dead-letter run: this panel's modal and notification, and progress to the webview. */
+  private deadUi(requestId: string): DeadUi {
     return {
-      cancelled: () => !!progress?.cancelled,
-      report: (done, total) => {
-        progress?.report(done, total);
-        this.progress(requestId, done, total, label);
-      },
+      confirm: (question, detail, button) => this.ui.confirm(question, detail, button),
+      withProgress: (title, task) => this.ui.withProgress(title, (p) => task({ report: (done, total) => p.report(done, total), cancelled: () => p.cancelled })),
+      progress: (label, done, total) => this.progress(requestId, done, total, label),
     };
   }
 
@@ -451,10 +407,6 @@ export class PanelHandler {
   /** The queue's words for its dead letters ("failed messages" for env), known from `init`. */
   private words() {
     return deadWords(this.dialect);
-  }
-
-  private dead(n: number): string {
-    return plural(n, this.words().one, this.words().many);
   }
 
   private progress(requestId: string, done: number, total: number | null, label: string) {

@@ -4,7 +4,6 @@
 
 import type {
   AuditEntry,
-  Dialect,
   ErrorCode,
   LagStep,
   MessageState,
@@ -32,35 +31,6 @@ export type PanelTab = (typeof PANEL_TABS)[number];
 
 export function isPanelTab(v: unknown): v is PanelTab {
   return typeof v === 'string' && (PANEL_TABS as readonly string[]).includes(v);
-}
-
-/** What a dialect calls its dead letters (env: "Failed", as the tree says), in every place that names them. */
-export function deadWords(dialect: Dialect | undefined) {
-  return dialect === 'env'
-    ? { area: 'Failed', short: 'Failed', one: 'failed message', many: 'failed messages', where: 'their retries ran out' }
-    : { area: 'Dead letters', short: 'Dead', one: 'dead letter', many: 'dead letters', where: 'in the dead-letter queue' };
-}
-
-/** The area's name: a tab, a tree folder. */
-export function deadAreaLabel(dialect: Dialect | undefined): string {
-  return deadWords(dialect).area;
-}
-
-/** "dead letter(s)" / "failed message(s)" for a count. */
-export function deadNoun(dialect: Dialect | undefined, n: number): string {
-  const w = deadWords(dialect);
-  return n === 1 ? w.one : w.many;
-}
-
-/** "5,001": counts as the panel and the tree show them. */
-export function formatCount(n: number): string {
-  return n.toLocaleString('en-US');
-}
-
-/** "; 1 more arrived and was left": what an "all" left that its confirmation had not counted. */
-export function arrivedNote(arrived: number | undefined): string {
-  if (!arrived) return '';
-  return `; ${formatCount(arrived)} more arrived and ${arrived === 1 ? 'was' : 'were'} left`;
 }
 
 /** The push form as the user typed it: the host validates it again (see validate.ts). */

@@ -5,7 +5,7 @@ import type { ChangeEvent, Dialect, MessageView, QueueCounts, QueueInfo, ServerE
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
 import { EmulatorClock } from '../core/emulatorClock';
-import { deadAreaLabel, formatCount } from '../panel/messages';
+import { deadAreaLabel, formatCount } from '../core/wording';
 
 export type FolderKind = 'messages' | 'dead';
 

@@ -1,6 +1,6 @@
 // Formatting for the webview: numbers, durations, times, JSON (as DOM text nodes, never HTML).
 
-import { formatCount } from '../messages';
+import { formatCount } from '../../core/wording';
 import { h } from './dom';
 
 export const num = formatCount;

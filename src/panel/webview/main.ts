@@ -7,10 +7,6 @@ import {
   ALL_STATES,
   PAGE_SIZES,
   PANEL_TABS,
-  arrivedNote,
-  deadAreaLabel,
-  deadNoun,
-  deadWords,
   isPanelTab,
   type HostMessage,
   type MessageState,
@@ -30,6 +26,7 @@ import {
   type AuditEntry,
   type PushForm,
 } from '../messages';
+import { arrivedNote, capital, deadAreaLabel, deadNoun, deadWords } from '../../core/wording';
 import { validatePushForm, type FieldErrors } from '../validate';
 import { renderChart } from './chart';
 import { $, $input, clear, h, replace, show } from './dom';
@@ -403,7 +400,6 @@ async function loadDetail(which: 'messages' | 'dead', id: string, loading = true
 /** env queues call their dead letters "failed" (as the tree does). */
 const isEnv = () => st.queue?.dialect === 'env';
 const words = () => deadWords(st.queue?.dialect);
-const capital = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
 
 function renderDeadArea() {
   $('dead-label').textContent = deadAreaLabel(st.queue?.dialect);

@@ -185,7 +185,7 @@ describe('panel handler (host side of the queue panel)', () => {
     ui.answer = false;
     await assert.rejects(handler.dispatch('dead.replay', { all: true }), (e: any) => e.code === 'cancelled');
     assert.equal(t.callsOf('dead.replay').length, 0);
-    assert.match(ui.confirms[0].message, /^Replay all 1,200 dead letters of jobs\?$/);
+    assert.match(ui.confirms[0].message, /^Replay all 1,200 dead letters of demo\/jobs\?$/);
     // Pages within the protocol's limit (1000), following the cursor.
     assert.deepEqual(t.callsOf('dead.list').map((c) => [c.args.limit, c.args.cursor]), [[1000, undefined], [1000, 'c1000']]);
     ui.answer = true;
@@ -218,7 +218,7 @@ describe('panel handler (host side of the queue panel)', () => {
       let late = '';
       ui.whileConfirming = () => (late = fillDead(t, 1)[0].id);
       const r = await handler.dispatch(op, { all: true });
-      assert.match(ui.confirms[0].message, /all 3 dead letters of jobs\?$/);
+      assert.match(ui.confirms[0].message, /all 3 dead letters of demo\/jobs\?$/);
       assert.deepEqual(r, op === 'dead.purge' ? { purged: 3, arrived: 1 } : { replayed: 3, arrived: 1 });
       assert.deepEqual(t.callsOf(op).flatMap((c) => c.args.ids), counted);
       assert.deepEqual(t.messages.filter((m) => m.state === 'dead').map((m) => m.id), [late]);
@@ -238,10 +238,10 @@ describe('panel handler (host side of the queue panel)', () => {
     await handler.dispatch('purge', {});
     assert.deepEqual(
       ui.confirms.map((c) => c.message),
-      ['Discard 1 failed message from jobs?', 'Replay all 2 failed messages of jobs?', 'Purge all 1 failed message of jobs?', 'Purge 2 live messages from jobs?'],
+      ['Discard 1 failed message from demo/jobs?', 'Replay all 2 failed messages of demo/jobs?', 'Purge all 1 failed message of demo/jobs?', 'Purge 2 live messages from jobs?'],
     );
     assert.match(ui.confirms[3].detail, /\(failed messages stay\)/);
-    assert.deepEqual(ui.progressTitles, ['Replaying failed messages of jobs', 'Purging failed messages of jobs', 'Purging jobs']);
+    assert.deepEqual(ui.progressTitles, ['Replaying failed messages of demo/jobs', 'Purging failed messages of demo/jobs', 'Purging jobs']);
     await assert.rejects(handler.dispatch('dead.replay', { ids: [] }), (e: any) => e.message === 'Select the failed messages to replay');
     handler.dispose();
   });
@@ -255,7 +255,7 @@ describe('panel handler (host side of the queue panel)', () => {
     await assert.rejects(handler.dispatch('purge', {}), (e: any) => e.code === 'cancelled');
     assert.equal(t.callsOf('dead.purge').length + t.callsOf('purge').length, 0);
     assert.equal(ui.confirms.length, 3);
-    assert.deepEqual(ui.confirms.map((c) => c.action), ['Discard', 'Purge all', 'Purge']);
+    assert.deepEqual(ui.confirms.map((c) => c.action), ['Discard', 'Purge All', 'Purge']);
     ui.answer = true;
     assert.equal((await handler.dispatch('dead.purge', { ids: [dead[0].id] })).purged, 1);
     assert.deepEqual(t.callsOf('dead.purge')[0].args, { namespace: 'demo', queue: 'jobs', ids: [dead[0].id] });

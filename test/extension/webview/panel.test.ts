@@ -200,7 +200,7 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.check(`#dead-rows tr[data-id="${ids[1]}"] input`);
     await p.page.click('#dead-discard-selected');
     await waitFor(() => p.ui.confirms.length === 1, 'confirmation asked');
-    assert.match(p.ui.confirms[0].message, /Discard 1 dead letter from orders\?/);
+    assert.match(p.ui.confirms[0].message, /Discard 1 dead letter from shop\/orders\?/);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(t.callsOf('dead.purge').length, 0);
     p.ui.answer = true;
@@ -210,7 +210,7 @@ describe('queue panel webview (Chromium)', function () {
 
     await p.page.click('#dead-purge-all');
     await waitFor(async () => (await text(p, '#toast')) === 'Purged 9 dead letters.', 'purged all');
-    assert.match(p.ui.confirms.at(-1)!.message, /Purge all 9 dead letters of orders\?/);
+    assert.match(p.ui.confirms.at(-1)!.message, /Purge all 9 dead letters of shop\/orders\?/);
     await waitFor(async () => p.page.isVisible('#dead-empty'), 'empty dead list');
     assert.equal(await p.page.isDisabled('#dead-purge-all'), true);
   });
@@ -223,7 +223,7 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.click('#dead-replay-all');
     await waitFor(async () => (await text(p, '#toast')) === 'Replayed 12 messages.', 'replayed all');
     assert.deepEqual(lastRequest(p, 'dead.replay')!.args, { all: true });
-    assert.equal(p.ui.confirms.at(-1)!.action, 'Replay all');
+    assert.equal(p.ui.confirms.at(-1)!.action, 'Replay All');
     assert.ok(p.ui.progress.some((x) => /Replaying dead letters/.test(x)));
     assert.equal(t.counts().dead, 0);
   });
@@ -240,7 +240,7 @@ describe('queue panel webview (Chromium)', function () {
       };
       await p.page.click(button);
       await waitFor(async () => (await text(p, '#toast')) === `${done}; 1 more arrived and was left.`, 'the result with the arrival');
-      assert.match(p.ui.confirms[0].message, /all 12 dead letters of orders\?$/);
+      assert.match(p.ui.confirms[0].message, /all 12 dead letters of shop\/orders\?$/);
       assert.deepEqual(t.messages.filter((m) => m.state === 'dead').map((m) => m.id), [late]);
       await waitFor(async () => (await rowCount(p, '#dead-rows')) === 1, 'the late one listed');
       assert.equal(await p.page.getAttribute('#dead-rows tr', 'data-id'), late);
@@ -441,7 +441,7 @@ describe('queue panel webview (Chromium)', function () {
     assert.equal(await p.page.getAttribute('#counts .count.dead', 'title'), 'Their retries ran out');
     await p.page.click('#dead-purge-all');
     await waitFor(async () => (await text(p, '#toast')) === 'Purged 12 failed messages.', 'purged');
-    assert.equal(p.ui.confirms.at(-1)?.message, 'Purge all 12 failed messages of orders?');
+    assert.equal(p.ui.confirms.at(-1)?.message, 'Purge all 12 failed messages of shop/orders?');
     assert.equal(await text(p, '#dead-empty'), 'No failed messages. Messages land here when their retries run out.');
     await p.page.click('#tab-metrics');
     await waitFor(async () => (await p.page.locator('#metric-cards .card.dead .card-label').count()) === 1, 'the cards');

@@ -1,0 +1,42 @@
+// How the extension words counts and dead letters, in the tree, the palette, the panel and its
+// webview alike. Pure functions: the webview bundle imports this too.
+import type { Dialect } from '../../emulator/protocol';
+
+/** What a dialect calls its dead letters (env: "Failed", as the tree says), in every place that names them. */
+export function deadWords(dialect: Dialect | undefined) {
+  return dialect === 'env'
+    ? { area: 'Failed', short: 'Failed', one: 'failed message', many: 'failed messages', where: 'their retries ran out' }
+    : { area: 'Dead letters', short: 'Dead', one: 'dead letter', many: 'dead letters', where: 'in the dead-letter queue' };
+}
+
+/** The area's name: a tab, a tree folder. */
+export function deadAreaLabel(dialect: Dialect | undefined): string {
+  return deadWords(dialect).area;
+}
+
+/** "dead letter(s)" / "failed message(s)" for a count. */
+export function deadNoun(dialect: Dialect | undefined, n: number): string {
+  const w = deadWords(dialect);
+  return n === 1 ? w.one : w.many;
+}
+
+/** "5,001": counts as the panel and the tree show them. */
+export function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** "1 message", "5,001 messages": a count and its noun. */
+export function plural(n: number, one: string, many = one + 's'): string {
+  return `${formatCount(n)} ${n === 1 ? one : many}`;
+}
+
+/** "The emulator…" from "the emulator…". */
+export function capital(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** "; 1 more arrived and was left": what an "all" left that its confirmation had not counted. */
+export function arrivedNote(arrived: number | undefined): string {
+  if (!arrived) return '';
+  return `; ${formatCount(arrived)} more arrived and ${arrived === 1 ? 'was' : 'were'} left`;
+}
