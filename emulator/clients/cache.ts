@@ -209,6 +209,8 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
     }
   }
 
+  const createEmpty = () => t().request('queue.create', { ...ref, dialect: 'cache', ifNotExists: true });
+
   /** A pull that reports a missing queue as not_found. */
   async function pullRaw<T>(o: PullOptions): Promise<CacheMessage<T>[]> {
     onlyKeys(optObject(o, 'pull options'), ['max', 'visibilitySeconds', 'waitMs', 'signal'], 'pull');
@@ -244,6 +246,9 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
     },
 
     async pull<T>(o: PullOptions = {}) {
+      // A pull that may wait, on a queue nobody made yet, makes the (empty) queue and waits there,
+      // as consume() does: answering [] at once would turn a `pull({ waitMs })` loop into a spin.
+      if (o?.waitMs) return orNotFound(pullRaw<T>(o), () => createEmpty().then(() => pullRaw<T>(o)));
       return orEmpty(pullRaw<T>(o), []);
     },
 
@@ -270,7 +275,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
           batch = await orNotFound(
             pullRaw<T>({ max, visibilitySeconds, waitMs: idleMs, signal }),
             // Nobody pushed yet: create the (empty) queue so the server can hold the next pull.
-            () => t().request('queue.create', { ...ref, dialect: 'cache', ifNotExists: true }).then(() => []),
+            () => createEmpty().then(() => []),
           );
           backoff = 50;
         } catch (e) {

@@ -70,6 +70,30 @@ describe('conformance: cache (seeds/000)', function () {
       }
     });
 
+    it('a pull that may wait (waitMs) on a queue nobody pushed to yet waits there for the first push, and ends empty at its deadline', async () => {
+      const q = cache.queue('later');
+      const other = createCache({ url: emu.url, token: emu.token, namespace: cache.namespace });
+      open.push(other);
+      const producer = other.queue('later');
+      let settled: unknown[] | undefined;
+      const held = q.pull({ waitMs: 5000 }).then((m) => (settled = m));
+      // The pull made the (empty) queue to wait on it.
+      const c = admin(emu);
+      try {
+        await until(async () => (await c.request('queue.list', { namespace: cache.namespace })).queues.length === 1, 'the queue made by the waiting pull');
+      } finally {
+        await c.close();
+      }
+      assert.equal(settled, undefined, 'still waiting, not answered [] at once');
+      await producer.push({ n: 1 });
+      const got = await held;
+      assert.deepEqual(got.map((m) => (m as { body: unknown }).body), [{ n: 1 }]);
+      // With nothing coming, it ends empty when the virtual clock passes its deadline.
+      const waiting = cache.queue('never').pull({ waitMs: 5000 });
+      await emu.clock.advance(5000);
+      assert.deepEqual(await waiting, []);
+    });
+
     it('the name scopes producers and consumers to the same work stream', async () => {
       const producer = cache.queue('stream');
       const consumer = createCache({ url: emu.url, token: emu.token, namespace: cache.namespace }).queue('stream');
