@@ -3,6 +3,11 @@ import { QuaysideError } from '../errors';
 import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
 import { encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
 
+/** The masking key ws asks for before each frame: left all zeros (see dial()). */
+const zeroMask = (mask: Buffer): void => {
+  mask.fill(0);
+};
+
 interface Pending {
   resolve: (v: unknown) => void;
   reject: (e: Error) => void;
@@ -82,7 +87,10 @@ export class Connection implements Transport {
     const token = resolveToken(this.tokenOpt);
     this.activeUrl = url;
     return new Promise<void>((resolve, reject) => {
-      const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: this.connectTimeoutMs });
+      // A zero mask: ws then sends the frame's text as it is instead of copying and XOR-ing it.
+      // Masking guards proxies against pages that choose what bytes a browser sends; a Node client
+      // talking to its emulator has no such page in front of it.
+      const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: this.connectTimeoutMs, generateMask: zeroMask });
       let settled = false;
       const fail = (err: Error) => {
         if (settled) return;
