@@ -177,6 +177,13 @@ export interface PushResult {
 
 export type QueueRef = { namespace: string; queue: string };
 
+/**
+ * `dialect`: the queue must be of this dialect; one of another dialect answers `not_found`, as a
+ * missing queue does (a face sees only its own dialect's queues). Checked in the operation's own
+ * transaction.
+ */
+export type OfDialect = { dialect?: Dialect };
+
 /** Change events pushed to subscribers. */
 export interface ChangeEvent {
   event: 'change';
@@ -240,10 +247,14 @@ export interface Ops {
   'namespace.list': { args: Record<string, never>; result: { namespaces: { namespace: string; queues: number; dead: number }[] } };
   'namespace.configure': { args: { namespace: string; dailyQuota: number | null }; result: { namespace: string; dailyQuota: number | null } };
   /** `create`: create the queue with this dialect's preset if missing (cache's "exists as soon as you push"). */
-  push: { args: QueueRef & PushInput & { create?: Dialect }; result: PushResult };
-  'push.batch': { args: QueueRef & { messages: PushInput[]; create?: Dialect }; result: { results: PushResult[] } };
-  /** `waitMs` > 0 holds the request until a message is ready or the wait ends. */
-  pull: { args: QueueRef & { max?: number; leaseMs?: number; waitMs?: number; consumerId?: string }; result: { messages: Delivery[] } };
+  push: { args: QueueRef & OfDialect & PushInput & { create?: Dialect }; result: PushResult };
+  'push.batch': { args: QueueRef & OfDialect & { messages: PushInput[]; create?: Dialect }; result: { results: PushResult[] } };
+  /**
+   * `waitMs` > 0 holds the request until a message is ready or the wait ends. `waitUntil` (epoch ms
+   * on the emulator's clock) ends the wait then if that comes first; once it has passed, the pull
+   * answers `[]` at once and leases nothing (a client's wait of several holds keeps one deadline).
+   */
+  pull: { args: QueueRef & { max?: number; leaseMs?: number; waitMs?: number; waitUntil?: number; consumerId?: string }; result: { messages: Delivery[] } };
   // Settles may name the queue (both namespace and queue): a receipt of another queue is then stale.
   ack: { args: { receipt: string } & Partial<QueueRef>; result: { ok: boolean } };
   'ack.batch': { args: { receipts: string[] } & Partial<QueueRef>; result: { acked: number; stale: number } };
@@ -264,9 +275,9 @@ export interface Ops {
   subscribe: { args: { namespace?: string; queue?: string }; result: { subscription: string } };
   unsubscribe: { args: { subscription: string }; result: { ok: boolean } };
   /** Set (or clear with null) an env queue's consumer app. */
-  'consumer.set': { args: QueueRef & { consumer: Partial<ConsumerSettings> & { appId: string } | null }; result: QueueInfo };
+  'consumer.set': { args: QueueRef & OfDialect & { consumer: Partial<ConsumerSettings> & { appId: string } | null }; result: QueueInfo };
   /** Register this connection as the push-delivery target of the queue's consumer. */
-  'consumer.attach': { args: QueueRef; result: { consumer: string; settings: ConsumerSettings } };
+  'consumer.attach': { args: QueueRef & OfDialect; result: { consumer: string; settings: ConsumerSettings } };
   /** A delivered batch's handler finished: frees its concurrency slot. */
   'consumer.done': { args: { consumer: string; batch: string }; result: { ok: boolean } };
   'consumer.detach': { args: { consumer: string }; result: { ok: boolean } };
@@ -336,12 +347,26 @@ export const LIMITS = {
   maxFrameBytes: 8 * 1024 * 1024,
   /** The most a queue's message size limit (`maxPayloadBytes`) may be set to: half a frame, so one message always fits. */
   maxMessageBytes: 4 * 1024 * 1024,
+  /** A namespace or queue name, in characters. */
+  maxNameChars: 200,
   maxInFlightPerConnection: 1024,
   maxConnections: 512,
   maxWaitingPullsPerConnection: 256,
   maxBatchMessages: 1000,
   maxPullMessages: 1000,
   maxWaitMs: 20 * 60 * 1000,
+  /** A dedupe key or ordering key, in characters. */
+  maxKeyChars: 512,
 };
+
+/**
+ * Why a namespace or queue name is refused (completing "<field> …"), or null. Shared by the engine
+ * and the faces, so a face can check a name before sending and call the field by its own name.
+ */
+export function nameProblem(name: string): string | null {
+  if (name.length > LIMITS.maxNameChars) return `must be at most ${LIMITS.maxNameChars} characters`;
+  if (/[\u0000-\u001f]/.test(name)) return 'must not contain control characters';
+  return null;
+}
 
 export const DEFAULT_PORT = 7433;

@@ -134,6 +134,7 @@ const MAX_LEASE_S = 12 * 3600;
 
 export function createCache(opts: CacheOptions): Cache {
   if (!opts || typeof opts !== 'object') throw invalidArg('createCache needs { namespace }');
+  onlyKeys(opts as unknown as Record<string, unknown>, ['url', 'token', 'namespace', 'transport'] satisfies (keyof CacheOptions)[], 'createCache');
   const namespace = optString(opts.namespace, 'namespace');
   if (namespace === undefined) throw invalidArg('createCache needs a namespace');
   let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });

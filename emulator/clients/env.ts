@@ -46,6 +46,8 @@ export interface EnvOptions {
   transport?: Transport;
 }
 
+const ENV_KEYS: readonly (keyof EnvOptions)[] = ['url', 'token', 'project', 'environment', 'transport'];
+
 export interface Env {
   readonly project: string;
   readonly environment: string;
@@ -107,7 +109,7 @@ function slugArg(slug: unknown): string {
 export function envQueueOver(transport: () => Transport, namespace: string): EnvQueue {
   return {
     async send(slug, body, opts) {
-      const r = await transport().request('push', { namespace, queue: slugArg(slug), ...pushInput(body, opts) });
+      const r = await transport().request('push', { namespace, queue: slugArg(slug), dialect: 'env', ...pushInput(body, opts) });
       return { id: r.id };
     },
     async sendBatch(slug, messages) {
@@ -118,7 +120,7 @@ export function envQueueOver(transport: () => Transport, namespace: string): Env
         if (!m || typeof m !== 'object') throw invalidArg(`messages[${i}] must be an object { body, … }`);
         return pushInput(m.body, m, `messages[${i}].`);
       });
-      const r = await transport().request('push.batch', { namespace, queue: q, messages: inputs });
+      const r = await transport().request('push.batch', { namespace, queue: q, dialect: 'env', messages: inputs });
       return { ids: r.results.map((x) => x.id) };
     },
   };
@@ -126,6 +128,7 @@ export function envQueueOver(transport: () => Transport, namespace: string): Env
 
 export function createEnv(opts: EnvOptions): Env {
   if (!opts || typeof opts !== 'object') throw invalidArg('createEnv needs { project, environment }');
+  onlyKeys(opts as unknown as Record<string, unknown>, ENV_KEYS, 'createEnv');
   const namespace = envNamespace(opts.project, opts.environment);
   let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-env' });
   return {
@@ -201,6 +204,11 @@ export interface RunConsumerOptions {
   transport?: Transport;
 }
 
+const CONSUMER_KEYS: readonly (keyof RunConsumerOptions)[] = [
+  'url', 'token', 'project', 'environment', 'queue', 'appId', 'maxBatchSize', 'maxBatchTimeoutMs', 'maxConcurrency',
+  'visibilityMs', 'env', 'onError', 'signal', 'transport',
+];
+
 export interface RunningConsumer {
   /** Stops taking batches, waits for the ones in hand (and their waitUntil work), and detaches. */
   stop(): Promise<void>;
@@ -216,6 +224,8 @@ type Settle = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; error?: strin
 export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, opts: RunConsumerOptions): Promise<RunningConsumer> {
   if (!app || typeof app.queue !== 'function') throw invalidArg('runConsumer(app) needs an app with a queue(batch, env, ctx) handler');
   if (!opts || typeof opts !== 'object') throw invalidArg('runConsumer needs { project, environment, queue }');
+  // Before anything is set: a misspelt setting would otherwise leave the queue on its default.
+  onlyKeys(opts as unknown as Record<string, unknown>, CONSUMER_KEYS, 'runConsumer');
   const namespace = envNamespace(opts.project, opts.environment);
   const slug = slugArg(opts.queue);
   const appId = optString(opts.appId, 'appId') ?? 'local';
@@ -231,7 +241,8 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
 
   const owned = !opts.transport;
   const transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: `quayside-env-consumer:${appId}` });
-  const ref = { namespace, queue: slug };
+  // Only env queues: one of another dialect under this slug is not_found, as over the HTTP API.
+  const ref = { namespace, queue: slug, dialect: 'env' as const };
   const env: ConsumerEnv = { ...(opts.env ?? {}), queue: envQueueOver(() => transport, namespace) };
   const onError = opts.onError ?? ((e: unknown) => console.error(`[quayside] consumer ${appId} on ${slug}: handler threw:`, e));
 
@@ -253,9 +264,11 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
       const p = s.kind === 'ack' ? transport.request('ack', { receipt: d.receipt }) : transport.request('nack', { receipt: d.receipt, delayMs: s.delayMs, error: s.error });
       sends.push(p.catch((e) => (isCode(e, 'unavailable') ? undefined : onError(e, batch))));
     };
-    const retryDelay = (o: unknown) => {
-      const oo = optObject(o, 'retry options');
-      return optSeconds(oo?.delaySeconds, 'delaySeconds', { max: 12 * 3600 });
+    // Thrown to the handler that called retry() / retryAll(), settling nothing (uncaught, it fails the batch).
+    const retryDelay = (o: unknown, call: string) => {
+      const oo = optObject(o, `${call} options`);
+      onlyKeys(oo, ['delaySeconds'], call);
+      return optSeconds(oo?.delaySeconds, 'delaySeconds', { max: MAX_DELAY_S });
     };
     const messages: Message<Body>[] = ev.messages.map((d) => ({
       id: d.id,
@@ -265,14 +278,14 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
       contentType: d.contentType ?? 'json',
       timestamp: new Date(d.enqueuedAt),
       ack: () => settle(d.id, { kind: 'ack' }),
-      retry: (o?: { delaySeconds?: number }) => settle(d.id, { kind: 'retry', delayMs: retryDelay(o) }),
+      retry: (o?: { delaySeconds?: number }) => settle(d.id, { kind: 'retry', delayMs: retryDelay(o, 'retry') }),
     }));
     const batch: MessageBatch<Body> = {
       queue: slug,
       messages,
       ackAll: () => messages.forEach((m) => m.ack()),
       retryAll: (o?: { delaySeconds?: number }) => {
-        const delayMs = retryDelay(o);
+        const delayMs = retryDelay(o, 'retryAll');
         for (const m of messages) settle(m.id, { kind: 'retry', delayMs });
       },
     };

@@ -64,6 +64,12 @@ function checkReceipt(receipt: unknown): void {
   if (typeof receipt !== 'string' || receipt.length === 0) throw invalid('receipt must be a non-empty string');
   if (receipt.length > MAX_RECEIPT_CHARS) throw invalid(`a receipt is at most ${MAX_RECEIPT_CHARS} characters`);
 }
+/** An optional dialect argument: absent, or one of the dialects. */
+function dialectArg(d: unknown): Dialect | undefined {
+  if (d === undefined || d === null) return undefined;
+  if (!isDialect(d)) throw invalid(`dialect must be one of cache, env, sync; got ${v.describe(d)}`);
+  return d;
+}
 const HALF_HOUR = 30 * TIME.MINUTE;
 /** The largest epoch ms a Date can hold. */
 const MAX_TIME = 8.64e15;
@@ -265,6 +271,17 @@ export class Engine {
     return q;
   }
 
+  /**
+   * queueRow for a caller that sees only one dialect's queues (`dialect` given): a queue of another
+   * dialect is not found, with the same error as a missing one.
+   */
+  private queueOf(ref: Ref, actor: Actor, dialect: unknown): QueueRow {
+    const want = dialectArg(dialect);
+    const q = this.queueRow(ref, actor);
+    if (want !== undefined && q.dialect !== want) throw notFound(`queue "${q.name}" not found in namespace "${q.ns}"`);
+    return q;
+  }
+
   private settings(q: QueueRow): { policy: QueuePolicy; consumer: ConsumerSettings | null } {
     let s = this.policies.get(q.id);
     if (!s) {
@@ -416,28 +433,33 @@ export class Engine {
 
   // ------------------------------------------------------------------ push
 
-  push(args: Ref & PushInput & { create?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<PushResult> {
-    const { namespace, queue, create, ...input } = args;
-    return this.op(() => this.pushNow({ namespace, queue }, [input], create, actor)[0]);
+  push(args: Ref & PushInput & { create?: unknown; dialect?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<PushResult> {
+    const { namespace, queue, create, dialect, ...input } = args;
+    return this.op(() => this.pushNow({ namespace, queue, create, dialect }, [input], actor)[0]);
   }
 
-  pushBatch(args: Ref & { messages: unknown; create?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ results: PushResult[] }> {
+  pushBatch(args: Ref & { messages: unknown; create?: unknown; dialect?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ results: PushResult[] }> {
     return this.op(() => {
       if (!Array.isArray(args.messages)) throw invalid('messages must be an array');
       if (args.messages.length === 0) throw invalid('messages must not be empty');
       if (args.messages.length > LIMITS.maxBatchMessages) throw invalid(`a batch holds at most ${LIMITS.maxBatchMessages} messages`);
-      return { results: this.pushNow(args, args.messages as PushInput[], args.create, actor) };
+      return { results: this.pushNow(args, args.messages as PushInput[], actor) };
     });
   }
 
   /** All or nothing: every item is checked before anything is written. */
-  private pushNow(ref: Ref, items: PushInput[], create: unknown, actor: Actor): PushResult[] {
+  private pushNow(ref: Ref & { create?: unknown; dialect?: unknown }, items: PushInput[], actor: Actor): PushResult[] {
+    const { create } = ref;
+    const want = dialectArg(ref.dialect);
+    // Creating a queue of one dialect while seeing only another's could never succeed.
+    if (want !== undefined && create !== undefined && create !== want) throw invalid(`create (${v.describe(create)}) and dialect ("${want}") must name the same dialect`);
     let q: QueueRow;
     try {
-      q = this.queueRow(ref, actor);
+      q = this.queueOf(ref, actor, want);
     } catch (e) {
-      if (!(e instanceof QuaysideError) || e.code !== 'not_found' || create === undefined) throw e;
-      q = this.createQueueNow({ ...ref, dialect: create, ifNotExists: true }, actor).row;
+      // Only a queue that is missing is created; one of another dialect stays not found.
+      if (!(e instanceof QuaysideError) || e.code !== 'not_found' || create === undefined || this.store.queueByName(ref.namespace, ref.queue)) throw e;
+      q = this.createQueueNow({ namespace: ref.namespace, queue: ref.queue, dialect: create, ifNotExists: true }, actor).row;
     }
     const policy = this.policyOf(q);
     const now = this.clock.now();
@@ -458,12 +480,12 @@ export class Engine {
         throw new QuaysideError('payload_too_large', `${at}body is ${measured} bytes; the limit of queue "${q.name}" is ${policy.maxPayloadBytes} bytes`, { details: { size: measured, limit: policy.maxPayloadBytes } });
       }
       const delay = v.optInt(m.delayMs, `${at}delayMs`, 0, policy.maxDelayMs) ?? 0;
-      const dedupeKey = v.optStr(m.dedupeKey, `${at}dedupeKey`, 512);
+      const dedupeKey = v.optStr(m.dedupeKey, `${at}dedupeKey`, LIMITS.maxKeyChars);
       const ttl = v.optInt(m.dedupeTtlMs, `${at}dedupeTtlMs`, 1, 365 * TIME.DAY) ?? policy.dedupeTtlMs;
       const attributes = v.optRecord(m.attributes, `${at}attributes`);
       if (attributes) v.serialise(attributes, `${at}attributes`);
       const contentType = v.optStr(m.contentType, `${at}contentType`, 200);
-      const orderingKey = v.optStr(m.orderingKey, `${at}orderingKey`, 512);
+      const orderingKey = v.optStr(m.orderingKey, `${at}orderingKey`, LIMITS.maxKeyChars);
       if (dedupeKey !== undefined) {
         const owner = this.store.dedupeOwner(q.id, dedupeKey, now);
         if (owner !== null) {
@@ -541,7 +563,7 @@ export class Engine {
 
   // ------------------------------------------------------------------ lease and settle
 
-  pull(args: Ref & { max?: unknown; leaseMs?: unknown; waitMs?: unknown }, actor: Actor = SYSTEM_ACTOR, signal?: AbortSignal): Promise<{ messages: Delivery[] }> {
+  pull(args: Ref & { max?: unknown; leaseMs?: unknown; waitMs?: unknown; waitUntil?: unknown }, actor: Actor = SYSTEM_ACTOR, signal?: AbortSignal): Promise<{ messages: Delivery[] }> {
     return new Promise((resolve, reject) => {
       this.op(() => {
         const q = this.queueRow(args, actor);
@@ -550,22 +572,29 @@ export class Engine {
         const max = v.optInt(args.max, 'max', 1, LIMITS.maxPullMessages) ?? 1;
         const leaseMs = v.optInt(args.leaseMs, 'leaseMs', 1, 12 * TIME.HOUR) ?? s.policy.leaseMs;
         const waitMs = v.optInt(args.waitMs, 'waitMs', 0, LIMITS.maxWaitMs) ?? 0;
+        const until = v.optInt(args.waitUntil, 'waitUntil', 0, MAX_TIME);
+        // A wait whose end has passed (a client's next hold arriving after an advance) takes nothing.
+        if (until !== undefined && until <= this.clock.now()) return { q, got: [], max, leaseMs, waitMs: 0, until };
         const got = this.claimNow(q, max, leaseMs);
-        return { q, got, max, leaseMs, waitMs };
-      }).then(({ q, got, max, leaseMs, waitMs }) => {
+        return { q, got, max, leaseMs, waitMs, until };
+      }).then(({ q, got, max, leaseMs, waitMs, until }) => {
         if (got.length > 0 || waitMs === 0 || signal?.aborted) return resolve({ messages: got });
-        this.hold(q.id, max, leaseMs, waitMs, signal, (messages) => resolve({ messages }));
+        this.hold(q.id, max, leaseMs, waitMs, until, signal, (messages) => resolve({ messages }));
       }, reject);
     });
   }
 
-  private hold(queueId: number, max: number, leaseMs: number, waitMs: number, signal: AbortSignal | undefined, resolve: (m: Delivery[]) => void): void {
-    const timer = setTimeout(() => this.waiters.finish(w, []), waitMs);
+  private hold(queueId: number, max: number, leaseMs: number, waitMs: number, until: number | undefined, signal: AbortSignal | undefined, resolve: (m: Delivery[]) => void): void {
+    const now = this.clock.now();
+    const deadline = Math.min(now + waitMs, until ?? Infinity);
+    // The clock may have passed `until` since the claim (an advance in between): the wait is over.
+    if (deadline <= now) return resolve([]);
+    const timer = setTimeout(() => this.waiters.finish(w, []), deadline - now);
     timer.unref?.();
     const onAbort = () => this.waiters.finish(w, []);
     const w: Waiter = {
       queueId, max, leaseMs, resolve, done: false,
-      deadline: this.clock.now() + waitMs,
+      deadline,
       cleanup: () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
@@ -896,9 +925,9 @@ export class Engine {
 
   // ------------------------------------------------------------------ env push consumers
 
-  setConsumer(args: Ref & { consumer: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
+  setConsumer(args: Ref & { consumer: unknown; dialect?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
     return this.op(() => {
-      const q = this.queueRow(args, actor);
+      const q = this.queueOf(args, actor, args.dialect);
       if (q.dialect !== 'env') throw conflict(`queue "${q.name}" is a ${q.dialect} queue; only env queues have consumer apps`);
       const next = args.consumer === null ? null : consumerSettings(v.obj(args.consumer, 'consumer'));
       this.store.setConsumer(q.id, next ? JSON.stringify(next) : null);
@@ -909,9 +938,9 @@ export class Engine {
   }
 
   /** Makes `deliver` receive the queue's batches; the queue must have a consumer app set. */
-  attachConsumer(args: Ref, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR): Promise<{ consumer: string; settings: ConsumerSettings }> {
+  attachConsumer(args: Ref & { dialect?: unknown }, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR): Promise<{ consumer: string; settings: ConsumerSettings }> {
     return this.op(() => {
-      const q = this.queueRow(args, actor);
+      const q = this.queueOf(args, actor, args.dialect);
       const settings = this.settings(q).consumer;
       if (!settings) throw conflict(`queue "${q.name}" has no consumer app; set one first (consumer.set)`);
       const a = this.consumers.attach(q.id, deliver);

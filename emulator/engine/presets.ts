@@ -116,7 +116,7 @@ export function mergePolicy(base: QueuePolicy, patch: unknown): QueuePolicy {
  * previous settings (as PUT does and as the console would), so a setting left out is the default.
  */
 export function consumerSettings(patch: Record<string, unknown>): ConsumerSettings {
-  if (typeof patch.appId !== 'string' || patch.appId.length === 0 || patch.appId.length > 200) throw invalid('consumer.appId must be a non-empty string');
+  if (typeof patch.appId !== 'string' || patch.appId.length === 0 || patch.appId.length > 200) throw invalid('consumer.appId must be a non-empty string of at most 200 characters');
   const out: ConsumerSettings = { ...CONSUMER_DEFAULTS, appId: patch.appId };
   const ranges: Record<string, [number, number]> = {
     maxBatchSize: [1, 100],

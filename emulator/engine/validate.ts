@@ -1,4 +1,5 @@
 import { invalid } from '../errors';
+import { LIMITS, nameProblem } from '../protocol';
 
 // Argument checks shared by every operation: each names the field and what was wrong.
 
@@ -47,8 +48,9 @@ export function describe(v: unknown): string {
 
 /** Namespace and queue names: any text (quotes, unicode, SQL fragments are just names) within bounds. */
 export function name(v: unknown, what: string): string {
-  const s = str(v, what, 200);
-  if (/[\u0000-\u001f]/.test(s)) throw invalid(`${what} must not contain control characters`);
+  const s = str(v, what, LIMITS.maxNameChars);
+  const problem = nameProblem(s);
+  if (problem) throw invalid(`${what} ${problem}`);
   return s;
 }
 

@@ -147,8 +147,9 @@ function policyFrom(b: Record<string, unknown>): Partial<QueuePolicy> {
 
 const SETTINGS = ['maxRetries', 'maxDepth', 'maxBytes', 'retentionSeconds', 'visibilityMs'];
 
-function onlyKnown(b: Record<string, unknown>, allowed: string[]): void {
-  for (const k of Object.keys(b)) if (!allowed.includes(k)) throw invalid(`unknown field "${k}"; expected ${allowed.join(', ')}`);
+/** Refuses a key outside `allowed`, naming it with its path (`at`, e.g. `retries[0].`): a misspelt delay would otherwise be ignored. */
+function onlyKnown(b: Record<string, unknown>, allowed: string[], at = ''): void {
+  for (const k of Object.keys(b)) if (!allowed.includes(k)) throw invalid(`unknown field "${at}${k}"; expected ${allowed.join(', ')}`);
 }
 
 /**
@@ -174,7 +175,7 @@ function checkContent(body: unknown, contentType: unknown, at: string): void {
 
 function sendInput(m: Record<string, unknown>, at = '') {
   if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid(`${at || 'message'} must be an object`);
-  onlyKnown(m, ['body', 'contentType', 'delaySeconds', 'attributes', 'dedupId']);
+  onlyKnown(m, ['body', 'contentType', 'delaySeconds', 'attributes', 'dedupId'], at);
   if (!('body' in m)) throw invalid(`${at}body is missing`);
   const delay = num(m.delaySeconds, `${at}delaySeconds`, 0, 43200);
   checkContent(m.body, m.contentType, at);
@@ -243,10 +244,11 @@ async function sendMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknow
     onlyKnown(c.body, ['messages']);
     if (!Array.isArray(c.body.messages)) throw invalid('messages must be an array');
     const messages = c.body.messages.map((x, i) => sendInput(x as Record<string, unknown>, `messages[${i}].`));
-    const r = await c.engine.pushBatch({ ...ref(q), messages }, c.actor);
+    const r = await c.engine.pushBatch({ ...ref(q), dialect: 'env', messages }, c.actor);
     return [201, { ids: r.results.map((x) => x.id) }];
   }
-  const r = await c.engine.push({ ...ref(q), ...sendInput(c.body) }, c.actor);
+  // dialect: the queue found by id is still an env queue when the push runs.
+  const r = await c.engine.push({ ...ref(q), dialect: 'env', ...sendInput(c.body) }, c.actor);
   return [201, { id: r.id }];
 }
 
@@ -297,9 +299,11 @@ async function ackRetry(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> 
   if (!Array.isArray(acks) || !acks.every((a) => typeof a === 'string')) throw invalid('acks must be an array of leaseIds');
   if (!Array.isArray(retries)) throw invalid('retries must be an array of { leaseId, delaySeconds? }');
   const nacks = retries.map((r, i) => {
-    if (typeof r !== 'object' || r === null || typeof (r as { leaseId?: unknown }).leaseId !== 'string') throw invalid(`retries[${i}].leaseId must be a string`);
-    const d = num((r as { delaySeconds?: unknown }).delaySeconds, `retries[${i}].delaySeconds`, 0, 43200);
-    return { receipt: (r as { leaseId: string }).leaseId, delayMs: d === undefined ? undefined : d * 1000 };
+    if (typeof r !== 'object' || r === null || Array.isArray(r)) throw invalid(`retries[${i}] must be an object { leaseId, delaySeconds? }`);
+    onlyKnown(r, ['leaseId', 'delaySeconds'], `retries[${i}].`);
+    if (typeof r.leaseId !== 'string') throw invalid(`retries[${i}].leaseId must be a string`);
+    const d = num(r.delaySeconds, `retries[${i}].delaySeconds`, 0, 43200);
+    return { receipt: r.leaseId, delayMs: d === undefined ? undefined : d * 1000 };
   });
   // One transition: a bad leaseId anywhere settles nothing, and a lease of another queue is stale.
   const r = await c.engine.settleBatch({ ...ref(q), acks, nacks }, c.actor);

@@ -1,26 +1,40 @@
 import { invalid } from '../errors';
-import type { QueueInfo } from '../protocol';
+import { LIMITS, type QueueInfo } from '../protocol';
 
 // How the env product's names map onto the engine: a (project, environment) pair is one namespace.
 
 export const ENV_MAX_RETENTION_S = 14 * 24 * 3600;
 
 export function envNamespace(project: unknown, environment: unknown): string {
-  return `${checkProject(project)}/${checkEnvironment(environment)}`;
+  const ns = `${checkProject(project)}/${checkEnvironment(environment)}`;
+  // Said in this API's names: the engine would refuse "namespace", which the caller never gave.
+  if (ns.length > LIMITS.maxNameChars) {
+    throw invalid(`project and environment must be at most ${LIMITS.maxNameChars - 1} characters together, got ${ns.length - 1}`);
+  }
+  return ns;
 }
 
+/** The longest project or environment name. */
+export const ENV_MAX_SCOPE_CHARS = 100;
+
 export function checkProject(project: unknown): string {
-  if (typeof project !== 'string' || project.length === 0 || project.length > 100 || project.includes('/')) {
-    throw invalid('project must be a non-empty string without "/"');
+  if (typeof project !== 'string' || project.length === 0 || project.length > ENV_MAX_SCOPE_CHARS || project.includes('/')) {
+    throw invalid(`project must be a non-empty string of at most ${ENV_MAX_SCOPE_CHARS} characters, without "/"${got(project)}`);
   }
   return project;
 }
 
 export function checkEnvironment(environment: unknown): string {
-  if (typeof environment !== 'string' || environment.length === 0 || environment.length > 100) {
-    throw invalid('environment must be a non-empty string');
+  if (typeof environment !== 'string' || environment.length === 0 || environment.length > ENV_MAX_SCOPE_CHARS) {
+    throw invalid(`environment must be a non-empty string of at most ${ENV_MAX_SCOPE_CHARS} characters${got(environment)}`);
   }
   return environment;
+}
+
+/** What was wrong, briefly: a long name by its length (it may be long indeed), else its type. */
+function got(v: unknown): string {
+  if (typeof v !== 'string') return `, got ${v === null ? 'null' : typeof v}`;
+  return v.length > ENV_MAX_SCOPE_CHARS ? `, got ${v.length} characters` : '';
 }
 
 export function splitEnvNamespace(ns: string): { project: string; environment: string } {

@@ -168,6 +168,31 @@ describe('server: the WebSocket protocol', () => {
     assert.equal((await rejects(c.request('ack', { receipt: '' }))).code, 'invalid_argument');
   });
 
+  it('push, push.batch, consumer.set and consumer.attach with `dialect` answer not_found for a queue of another dialect, and change nothing', async () => {
+    await c.request('push', { ...ref, body: 1, create: 'cache' });
+    const calls: Promise<unknown>[] = [
+      c.request('push', { ...ref, body: 2, dialect: 'env' }),
+      c.request('push.batch', { ...ref, messages: [{ body: 3 }], dialect: 'env' }),
+      // With `create`, the queue exists, so nothing is created: it is still of another dialect.
+      c.request('push', { ...ref, body: 4, dialect: 'env', create: 'env' }),
+      c.request('consumer.set', { ...ref, consumer: { appId: 'a' }, dialect: 'env' }),
+      c.request('consumer.attach', { ...ref, dialect: 'env' }),
+    ];
+    for (const p of calls) {
+      const e = await rejects(p);
+      assert.equal(e.code, 'not_found');
+      assert.equal(e.message, 'queue "jobs" not found in namespace "p"');
+    }
+    assert.equal((await rejects(c.request('push', { ...ref, body: 5, dialect: 'nope' as never }))).code, 'invalid_argument');
+    assert.equal((await rejects(c.request('push', { ...ref, body: 5, dialect: 'env', create: 'cache' }))).code, 'invalid_argument');
+    const q = await c.request('queue.get', ref);
+    assert.deepEqual([q.dialect, q.counts.ready, q.consumer], ['cache', 1, null]);
+    // Its own dialect, or none named, pushes as before.
+    await c.request('push', { ...ref, body: 6, dialect: 'cache' });
+    await c.request('push', { ...ref, body: 7 });
+    assert.equal((await c.request('queue.get', ref)).counts.ready, 3);
+  });
+
   it('an in-process emu.clock.advance() resolves after its clock event has reached a subscriber in the same process', async () => {
     const sub = new Connection({ url: emu.url, token: emu.token, client: 'clock-watch' });
     const clockEvents: number[] = [];

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmulator } from '../../../emulator/emulator';
+import { createCache } from '../../../emulator/clients/cache';
 import { createEnv, runConsumer, type ConsumerApp, type Env, type MessageBatch, type RunningConsumer } from '../../../emulator/clients/env';
+import { QuaysideError } from '../../../emulator/errors';
 import { DAY, SECOND, fresh, rejects, startTestEmulator, until } from '../support';
 
 // One test per statement of seeds/001 (the env product), named after it; the HTTP API over real
@@ -502,6 +504,103 @@ describe('conformance: env (seeds/001)', function () {
       const r = await api('POST', `/v1/queues/${q.id}/receive`, {});
       assert.equal(r.status, 409);
       assert.equal(r.body.error.code, 'conflict');
+    });
+  });
+
+  // Not statements of the seed: docs/dialects.md's argument checks. An option a call does not know is
+  // refused naming it, before anything is sent or set, and a queue of another dialect is not an env queue.
+  describe('argument checks (docs/dialects.md)', () => {
+    it('runConsumer refuses an option it does not know, naming it, and sets no consumer', async () => {
+      const q = await createQueue('typo');
+      const e = await rejects(runConsumer({ async queue() {} }, { url: emu.url, token: emu.token, project, environment, queue: 'typo', maxBatchSise: 5 } as never));
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /"maxBatchSise"/);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.consumer, null);
+      // Every documented option is still taken.
+      const ac = new AbortController();
+      await consume({ async queue() {} }, 'typo', { appId: 'w', maxBatchSize: 5, maxBatchTimeoutMs: 100, maxConcurrency: 2, visibilityMs: 1000, env: { x: 1 }, signal: ac.signal });
+      assert.deepEqual((await api('GET', `/v1/queues/${q.id}`)).body.consumer, { appId: 'w', maxBatchSize: 5, maxBatchTimeoutMs: 100, maxConcurrency: 2, visibilityMs: 1000 });
+    });
+
+    it('msg.retry() with an option it does not know throws invalid_argument naming it, and settles nothing', async () => {
+      await createQueue('retry-typo');
+      await env.queue.send('retry-typo', 'x');
+      const errors: unknown[] = [];
+      const attempts: number[] = [];
+      await consume({
+        async queue(b: MessageBatch) {
+          const m = b.messages[0];
+          attempts.push(m.attempts);
+          if (m.attempts > 1) return;
+          try {
+            m.retry({ delaySecond: 30 } as never);
+          } catch (e) {
+            errors.push(e);
+          }
+          // Had the misspelt call settled the message (at once), this one would be ignored.
+          m.retry({ delaySeconds: 30 });
+        },
+      }, 'retry-typo', { maxBatchSize: 1 });
+      await until(() => attempts.length >= 1, 'the first delivery');
+      assert.equal(errors.length, 1);
+      assert.ok(errors[0] instanceof QuaysideError);
+      assert.equal((errors[0] as QuaysideError).code, 'invalid_argument');
+      assert.match((errors[0] as QuaysideError).message, /"delaySecond"/);
+      await emu.clock.advance(29 * SECOND);
+      assert.deepEqual(attempts, [1]);
+      await emu.clock.advance(1 * SECOND + 5 * SECOND); // the delay, then the batch timeout of a batch of one
+      await until(() => attempts.length === 2, 'the delayed retry');
+    });
+
+    it('batch.retryAll() with an option it does not know throws the same way: uncaught, it reaches onError and the batch is retried as for any throw', async () => {
+      await createQueue('retry-all-typo');
+      await env.queue.send('retry-all-typo', 'x');
+      const errors: unknown[] = [];
+      const attempts: number[] = [];
+      await consume({
+        async queue(b: MessageBatch) {
+          attempts.push(b.messages[0].attempts);
+          if (b.messages[0].attempts === 1) b.retryAll({ delaySecond: 30 } as never);
+        },
+      }, 'retry-all-typo', { maxBatchSize: 1, onError: (e: unknown) => errors.push(e) });
+      await until(() => errors.length === 1, 'the error');
+      assert.equal((errors[0] as QuaysideError).code, 'invalid_argument');
+      assert.match((errors[0] as QuaysideError).message, /"delaySecond"/);
+      await emu.clock.advance(5 * SECOND); // no delay: back after the batch timeout
+      await until(() => attempts.length === 2, 'the retry');
+    });
+
+    it('a project or environment over 100 characters is refused with a message that names the limit', async () => {
+      for (const o of [{ project: 'p'.repeat(101), environment }, { project, environment: 'e'.repeat(101) }]) {
+        assert.throws(() => createEnv({ url: emu.url, token: emu.token, ...o }), (e: QuaysideError) => e.code === 'invalid_argument' && /at most 100 characters/.test(e.message));
+        const e = await rejects(runConsumer({ async queue() {} }, { url: emu.url, token: emu.token, ...o, queue: 'q' }));
+        assert.match(e.message, /at most 100 characters/);
+      }
+    });
+
+    it('attributes do not count toward the 128 KB body limit or maxBytes', async () => {
+      const q = await createQueue('attrs', { maxBytes: 10 });
+      const attributes = { note: 'a'.repeat(200 * 1024) };
+      await env.queue.send('attrs', 'x', { attributes });
+      const http = await api('POST', `/v1/queues/${q.id}/messages`, { body: 'y', attributes });
+      assert.equal(http.status, 201);
+      const got = (await api('GET', `/v1/queues/${q.id}`)).body.counts;
+      assert.deepEqual([got.depth, got.bytes], [2, 6]);
+    });
+
+    it('a queue of another dialect in the same project and environment is not found for send, sendBatch and runConsumer, as a missing slug', async () => {
+      const cache = createCache({ url: emu.url, token: emu.token, namespace: `${project}/${environment}` });
+      try {
+        await cache.queue('cq').push(1);
+        assert.equal((await rejects(env.queue.send('cq', 2))).code, 'not_found');
+        assert.equal((await rejects(env.queue.sendBatch('cq', [{ body: 3 }]))).code, 'not_found');
+        assert.equal((await rejects(runConsumer({ async queue() {} }, { url: emu.url, token: emu.token, project, environment, queue: 'cq' }))).code, 'not_found');
+        // Nothing reached the cache queue, and the env API does not see it.
+        assert.equal((await cache.queue('cq').stats()).depth, 1);
+        assert.deepEqual((await api('GET', `/v1/queues?project=${project}&environment=${environment}`)).body.queues, []);
+      } finally {
+        await cache.close();
+      }
     });
   });
 });

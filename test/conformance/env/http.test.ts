@@ -139,6 +139,61 @@ describe('conformance: env HTTP API', () => {
     assert.deepEqual((await call('POST', `/v1/queues/${b.id}/ack`, { acks: [mb.leaseId, m3.leaseId] })).body, { acked: 1, retried: 0, stale: 1 });
   });
 
+  it('every object in a request refuses a key it does not know, naming it, and changes nothing (a misspelt retries[].delaySeconds retries nothing)', async () => {
+    const project = fresh('p');
+    const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'keys', maxRetries: 0 })).body;
+    await call('POST', `/v1/queues/${q.id}/messages`, { messages: [{ body: 1 }, { body: 2 }] });
+    const [m1, m2] = (await call('POST', `/v1/queues/${q.id}/receive`, { max: 2 })).body.messages;
+    const state = async () => {
+      const one = (await call('GET', `/v1/queues/${q.id}`)).body;
+      const live = (await call('GET', `/v1/queues/${q.id}/messages`)).body.messages;
+      const queues = (await call('GET', `/v1/queues?project=${project}`)).body.queues.map((x: any) => x.slug);
+      return JSON.stringify([one.maxRetries, one.consumer, one.counts, live.map((m: any) => [m.state, m.attempts, m.leaseExpiresAt]), queues]);
+    };
+    const before = await state();
+    const cases: [string, string, unknown, string][] = [
+      ['POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: m1.leaseId, delaySecond: 60 }] }, 'retries[0].delaySecond'],
+      ['POST', `/v1/queues/${q.id}/ack`, { acks: [m2.leaseId], retries: [{ leaseId: m1.leaseId, delaySeconds: 5, leaseid: 'x' }] }, 'retries[0].leaseid'],
+      ['POST', `/v1/queues/${q.id}/messages`, { body: 3, delaySecond: 60 }, 'delaySecond'],
+      ['POST', `/v1/queues/${q.id}/messages`, { messages: [{ body: 3 }, { body: 4, dedupID: 'd' }] }, 'messages[1].dedupID'],
+      ['PUT', `/v1/queues/${q.id}/consumer`, { appId: 'w', maxBatchSise: 5 }, 'maxBatchSise'],
+      ['PATCH', `/v1/queues/${q.id}`, { maxRetry: 5 }, 'maxRetry'],
+      ['POST', `/v1/queues/${q.id}/receive`, { max: 1, visibility: 5000 }, 'visibility'],
+      ['POST', `/v1/queues/${q.id}/extend`, { leaseId: m1.leaseId, visibilityMs: 60_000, leaseMs: 1 }, 'leaseMs'],
+      ['POST', `/v1/queues/${q.id}/retry-failed`, { maximum: 5 }, 'maximum'],
+      ['POST', `/v1/queues/${q.id}/purge`, { confirm: 'keys', fail: true }, 'fail'],
+      ['POST', '/v1/queues', { project, environment: 'dev', slug: 'other', maxRetrys: 1 }, 'maxRetrys'],
+    ];
+    for (const [method, path, body, key] of cases) {
+      const r = await call(method, path, body);
+      assert.equal(r.status, 400, `${method} ${path} ${JSON.stringify(body)}`);
+      assert.equal(r.body.error.code, 'invalid_argument');
+      assert.ok(r.body.error.message.includes(`"${key}"`), `${r.body.error.message} names "${key}"`);
+      assert.equal(await state(), before, `${method} ${path} ${JSON.stringify(body)} changed something`);
+    }
+  });
+
+  it('a project or environment over 100 characters is refused with a message that names the limit', async () => {
+    const long = 'x'.repeat(101);
+    for (const [method, path, body] of [
+      ['POST', '/v1/queues', { project: long, environment: 'dev', slug: 's' }],
+      ['POST', '/v1/queues', { project: fresh('p'), environment: long, slug: 's' }],
+      ['GET', `/v1/queues?project=${long}`, undefined],
+      ['GET', `/v1/queues?environment=${long}`, undefined],
+    ] as const) {
+      const r = await call(method, path, body);
+      assert.equal(r.status, 400, `${method} ${path}`);
+      assert.equal(r.body.error.code, 'invalid_argument');
+      assert.match(r.body.error.message, /at most 100 characters/);
+    }
+    const exactly = await call('POST', '/v1/queues', { project: fresh('p').padEnd(100, 'p'), environment: 'e'.repeat(99), slug: 's' });
+    assert.equal(exactly.status, 201);
+    // The namespace "<project>/<environment>" is at most 200 characters: said in this API's names.
+    const both = await call('POST', '/v1/queues', { project: fresh('p').padEnd(100, 'p'), environment: 'e'.repeat(100), slug: 's' });
+    assert.equal(both.status, 400);
+    assert.match(both.body.error.message, /^project and environment must be at most 199 characters together, got 200$/);
+  });
+
   it('POST …/messages checks contentType as env.queue.send does: text needs a string, bytes base64, v8 is refused, other labels are kept', async () => {
     const project = fresh('p');
     const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'ct' })).body;
