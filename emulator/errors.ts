@@ -8,8 +8,8 @@ export class QuaysideError extends Error {
   /** HTTP-style status, so product faces can expose e.g. `status === 429`. */
   readonly status: number;
 
-  constructor(code: ErrorCode, message: string, extra: { resetAt?: number; details?: Record<string, unknown> } = {}) {
-    super(message);
+  constructor(code: ErrorCode, message: string, extra: { resetAt?: number; details?: Record<string, unknown>; cause?: unknown } = {}) {
+    super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'QuaysideError';
     this.code = code;
     if (extra.resetAt !== undefined) this.resetAt = extra.resetAt;

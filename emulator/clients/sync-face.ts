@@ -1,6 +1,6 @@
 import { QuaysideError } from '../errors';
-import type { Delivery, QueueInfo, QueuePolicy } from '../protocol';
-import { LIMITS } from '../protocol';
+import type { Delivery, QueueInfo, QueueRef } from '../protocol';
+import { LIMITS, nameProblem } from '../protocol';
 import type { Transport } from './transport';
 import { errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optString, pause } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
@@ -11,11 +11,24 @@ import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from '.
 
 export type { SyncDelivery, SyncLimits };
 
+/** The product's default key prefix. Its queues are the engine namespace `tenantId` itself. */
+export const DEFAULT_PREFIX = 'sync:queue';
+
+/** Payload validation, as a Zod schema gives it: `parse` returns the value (maybe transformed) or throws. */
+export interface SyncSchema<T = unknown> {
+  parse(data: unknown): T;
+}
+
 export interface SyncQueueOptions {
   /** The queue's id (its name within the tenant). */
   id: string;
   /** The tenant, which scopes the queue; default `'default'`. */
   tenantId?: string;
+  /** The product's Redis key prefix (default `'sync:queue'`): another prefix is another set of queues. */
+  prefix?: string;
+  /** Checks `data` at send; each received message's `data` is `schema.parse(stored data)`. */
+  schema?: SyncSchema;
+  /** This handle's settings (see docs/dialects.md, "Settings are per handle"). */
   limits?: SyncLimits;
   delivery?: SyncDelivery;
   /** Accepted, not enforced (orderingKey is metadata only); a partitioned mode throws. */
@@ -32,6 +45,8 @@ export interface SendOptions<T = unknown> {
   /** Stored with the message, not enforced. */
   orderingKey?: string;
   meta?: unknown;
+  /** Send to this tenant's queue of the same id (default: the handle's tenant). */
+  tenantId?: string;
 }
 
 export interface RecvOptions {
@@ -45,6 +60,8 @@ export interface RecvOptions {
   consumerId?: string;
   /** Aborting ends a wait at once with null. */
   signal?: AbortSignal;
+  /** Receive from this tenant's queue of the same id (default: the handle's tenant). */
+  tenantId?: string;
 }
 
 export interface StreamOptions extends Omit<RecvOptions, 'wait'> {
@@ -93,102 +110,189 @@ export interface SyncReader {
 export interface SyncQueue extends SyncReader {
   readonly id: string;
   readonly tenantId: string;
+  readonly prefix: string;
   send<T = unknown>(opts: SendOptions<T>): Promise<{ messageId: string }>;
   /** An independent consumer of the same queue (its own consumerId and waits). */
   reader(opts?: { consumerId?: string }): SyncReader;
-  /** Oldest first. */
-  dlq<T = unknown>(opts?: { limit?: number }): Promise<DlqEntry<T>[]>;
+  /** Oldest first, `data` as stored (not parsed: the schema may be why a message is there). */
+  dlq<T = unknown>(opts?: { limit?: number; tenantId?: string }): Promise<DlqEntry<T>[]>;
   /** false when no such message is in the DLQ. */
-  dlqRemove(opts: { messageId: string }): Promise<boolean>;
+  dlqRemove(opts: { messageId: string; tenantId?: string }): Promise<boolean>;
   /** The queue's counts. */
   stats(): Promise<{ ready: number; delayed: number; inFlight: number; dlq: number }>;
   /** Closes this queue's transport if it owns one. */
   close(): Promise<void>;
 }
 
-const QUEUE_KEYS = ['id', 'tenantId', 'limits', 'delivery', 'ordering', 'url', 'token', 'memory', 'transport'];
+const QUEUE_KEYS = ['id', 'tenantId', 'prefix', 'schema', 'limits', 'delivery', 'ordering', 'url', 'token', 'memory', 'transport'];
+const RECV_KEYS = ['wait', 'timeoutMs', 'leaseMs', 'consumerId', 'signal', 'tenantId'];
 const MAX_LEASE_MS = 12 * 3600 * 1000;
 const DAY = 24 * 3600 * 1000;
+/** The DLQ reason of a message this handle's schema refused at receive. */
+export const INVALID_PAYLOAD = 'invalid_payload';
 
 let readerSeq = 0;
+
+/** A name (id, tenantId, prefix) checked as the engine will check it, but named as the product names it. */
+function nameArg(v: unknown, field: string): string | undefined {
+  const s = optString(v, field);
+  const problem = s === undefined ? null : nameProblem(s);
+  if (problem) throw invalidArg(`${field} ${problem}`, { field });
+  return s;
+}
+
+/** An idempotencyKey or orderingKey, checked here so that the error names it (the engine says dedupeKey). */
+function keyArg(v: unknown, field: string): string | undefined {
+  const s = optString(v, field);
+  if (s !== undefined && s.length > LIMITS.maxKeyChars) throw invalidArg(`${field} must be at most ${LIMITS.maxKeyChars} characters, got ${s.length}`, { field });
+  return s;
+}
+
+function schemaArg(v: unknown): SyncSchema | undefined {
+  if (v === undefined || v === null) return undefined;
+  if ((typeof v !== 'object' && typeof v !== 'function') || typeof (v as SyncSchema).parse !== 'function') {
+    throw invalidArg('schema must be an object with a parse(data) method (a Zod schema, for one)', { field: 'schema' });
+  }
+  return v as SyncSchema;
+}
+
+/** UTF-8 bytes of data plus meta as JSON, measured as the engine measures a sync message. */
+function envelopeBytes(data: unknown, meta: unknown): number {
+  const size = (v: unknown) => (v === undefined || v === null ? 0 : Buffer.byteLength(JSON.stringify(v), 'utf8'));
+  return size(data) + size(meta);
+}
+
+/**
+ * A push error in the product's words: the engine and the transport name the message `body` and
+ * the operation `push`; the product calls it `data` and `send`. Codes and details are kept.
+ */
+function sendError(e: unknown): unknown {
+  if (!(e instanceof QuaysideError)) return e;
+  const { size, limit, field } = e.details ?? {};
+  if (e.code === 'payload_too_large' && typeof size === 'number' && typeof limit === 'number') {
+    const message = limit === LIMITS.maxFrameBytes
+      ? `send: data and meta make a request of ${size} bytes, over the emulator's ${limit} bytes per request (a message is at most ${LIMITS.maxMessageBytes} bytes)`
+      : `send: data and meta are ${size} bytes, over the queue's payloadBytes (${limit})`;
+    return new QuaysideError('payload_too_large', message, { details: e.details, cause: e });
+  }
+  if (e.code === 'invalid_argument' && (field === 'body' || field === 'meta')) {
+    const message = e.message.replace(/^push: body\b/, 'send: data').replace(/^push:/, 'send:');
+    return new QuaysideError('invalid_argument', message, { details: { field: field === 'body' ? 'data' : field }, cause: e });
+  }
+  return e;
+}
+
+/** One tenant's queue of this handle: set up (created or configured) on its first use. */
+interface Site {
+  ref: QueueRef;
+  ensured: Promise<void> | null;
+  /**
+   * Set once `ensured` has resolved. Calls then go out without waiting on it, in the order they
+   * were made: `[m.nack(), m.ack()]` must reach the emulator as nack, then ack.
+   */
+  ready: boolean;
+  /** Why queue.create was refused (a read-only token), when ensure() fell back to queue.get. */
+  createRefused: QuaysideError | null;
+}
 
 /** Builds a sync queue over a transport. `owned` transports are closed by `close()`. */
 export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owned = false): SyncQueue {
   if (!opts || typeof opts !== 'object') throw invalidArg('queue() needs { id }');
   onlyKeys(opts as unknown as Record<string, unknown>, QUEUE_KEYS, 'queue');
-  const id = optString(opts.id, 'id');
+  const id = nameArg(opts.id, 'id');
   if (id === undefined) throw invalidArg('queue() needs an id');
-  const tenantId = optString(opts.tenantId, 'tenantId') ?? 'default';
+  const tenantId = nameArg(opts.tenantId, 'tenantId') ?? 'default';
+  const prefix = nameArg(opts.prefix, 'prefix') ?? DEFAULT_PREFIX;
+  const schema = schemaArg(opts.schema);
   checkOrdering(opts.ordering);
   checkOrdering(optObject(opts.delivery, 'delivery')?.ordering);
-  const overrides = syncPolicy(opts.limits, opts.delivery);
-  const ref = { namespace: tenantId, queue: id };
+  /**
+   * This handle's settings, as the library keeps them in each handle: they govern the calls this
+   * handle makes. What it was not given is left to the queue's stored policy (the engine's default).
+   */
+  const own = syncPolicy(opts.limits, opts.delivery);
 
-  let ensured: Promise<QueuePolicy> | null = null;
+  /** The engine namespace of a tenant: another prefix is another set of queues, as another key prefix is. */
+  function namespaceOf(tenant: string): string {
+    if (prefix === DEFAULT_PREFIX) return tenant;
+    const ns = `${prefix}:${tenant}`;
+    if (ns.length > LIMITS.maxNameChars) {
+      throw invalidArg(`prefix and tenantId must be at most ${LIMITS.maxNameChars - 1} characters together, got ${ns.length - 1}`, { field: 'prefix' });
+    }
+    return ns;
+  }
+
+  const sites = new Map<string, Site>();
+  /** The queue of `tenant` (checked like the handle's tenantId), or of the handle's own tenant. */
+  function site(tenant?: unknown): Site {
+    const t = tenant === undefined ? tenantId : nameArg(tenant, 'tenantId') ?? tenantId;
+    let s = sites.get(t);
+    if (!s) {
+      s = { ref: { namespace: namespaceOf(t), queue: id! }, ensured: null, ready: false, createRefused: null };
+      sites.set(t, s);
+    }
+    return s;
+  }
+  const home = site();
+
   /**
-   * The policy once `ensured` has resolved. Calls then go out without waiting on it, in the order
-   * they were made: `[m.nack(), m.ack()]` must reach the emulator as nack, then ack.
+   * Creates the queue on first use (sync preset plus this handle's settings); applies them to an
+   * existing one. A read-only token may not create or configure, but may list the DLQ and read stats
+   * (DESIGN.md "Access"), so a refused create falls back to reading the queue as it is; it must then
+   * exist. For a write (`write`), a missing queue reports the refusal (`forbidden`), not `not_found`.
    */
-  let known: QueuePolicy | null = null;
-  /** Why queue.create was refused (a read-only token), when ensure() fell back to queue.get. */
-  let createRefused: QuaysideError | null = null;
-  /**
-   * Creates the queue on first use (sync preset plus overrides); applies overrides to an existing one.
-   * A read-only token may not create or configure, but may list the DLQ and read stats (DESIGN.md
-   * "Access"), so a refused create falls back to reading the queue as it is; it must then exist.
-   * For a write (`write`), a missing queue reports the refusal (`forbidden`), not `not_found`.
-   */
-  function ensure(write = false): Promise<QueuePolicy> {
-    if (!ensured) {
-      const mine = create();
-      ensured = mine;
+  function ensure(s: Site, write = false): Promise<void> {
+    if (!s.ensured) {
+      const mine = create(s);
+      s.ensured = mine;
       mine.then(
-        (p) => {
-          if (ensured === mine) known = p;
+        () => {
+          if (s.ensured === mine) s.ready = true;
         },
         () => {
-          if (ensured === mine) ensured = null;
+          if (s.ensured === mine) s.ensured = null;
         },
       );
     }
-    if (!write) return ensured;
-    return ensured.catch((e) => {
-      throw isCode(e, 'not_found') && createRefused ? createRefused : e;
+    if (!write) return s.ensured;
+    return s.ensured.catch((e) => {
+      throw isCode(e, 'not_found') && s.createRefused ? s.createRefused : e;
     });
   }
 
-  async function create(): Promise<QueuePolicy> {
+  async function create(s: Site): Promise<void> {
     let info: QueueInfo;
     try {
-      info = await transport.request('queue.create', { ...ref, dialect: 'sync', policy: overrides, ifNotExists: true });
+      info = await transport.request('queue.create', { ...s.ref, dialect: 'sync', policy: own, ifNotExists: true });
     } catch (e) {
       if (!isCode(e, 'forbidden')) throw e;
-      createRefused = e as QuaysideError;
-      return (await transport.request('queue.get', ref)).policy;
+      s.createRefused = e as QuaysideError;
+      await transport.request('queue.get', s.ref);
+      return;
     }
-    createRefused = null;
-    const differs = Object.entries(overrides).some(([k, v]) => (info.policy as unknown as Record<string, unknown>)[k] !== v);
-    if (differs) info = await transport.request('queue.configure', { ...ref, policy: overrides });
-    return info.policy;
+    s.createRefused = null;
+    const differs = Object.entries(own).some(([k, v]) => (info.policy as unknown as Record<string, unknown>)[k] !== v);
+    if (differs) await transport.request('queue.configure', { ...s.ref, policy: own });
   }
 
   /** Runs an operation on the queue; a queue that vanished (a restarted in-memory emulator) is made again. */
-  async function onQueue<T>(fn: () => Promise<T>, write = false): Promise<T> {
-    if (!known) await ensure(write);
+  async function onQueue<T>(s: Site, fn: () => Promise<T>, write = false): Promise<T> {
+    if (!s.ready) await ensure(s, write);
     try {
       return await fn();
     } catch (e) {
       if (!isCode(e, 'not_found')) throw e;
-      ensured = null;
-      known = null;
-      await ensure(write);
+      s.ensured = null;
+      s.ready = false;
+      await ensure(s, write);
       return fn();
     }
   }
 
-  function toMessage<T>(d: Delivery, leaseMs: number): SyncMessage<T> {
+  /** `leaseMs`: what this delivery was leased for, when the client chose it (else the queue's default). */
+  function toMessage<T>(d: Delivery, data: T, leaseMs: number | undefined): SyncMessage<T> {
     const m: SyncMessage<T> = {
-      data: d.body as T,
+      data,
       messageId: d.id,
       deliveryId: d.receipt,
       attempt: d.attempts,
@@ -201,17 +305,26 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
         optObject(o, 'nack options');
         onlyKeys(o as Record<string, unknown>, ['delayMs', 'reason', 'error'], 'nack');
         const delayMs = optMs(o.delayMs, 'delayMs');
-        const policy = known ?? (await ensure(true));
-        if (delayMs !== undefined && delayMs > policy.maxNackDelayMs) {
-          throw invalidArg(`nack delayMs ${delayMs} is over the queue's maxNackDelayMs (${policy.maxNackDelayMs}); nothing was settled`, { field: 'delayMs', limit: policy.maxNackDelayMs });
+        const mine = own.maxNackDelayMs;
+        if (delayMs !== undefined && mine !== undefined && delayMs > mine) {
+          throw invalidArg(`nack delayMs ${delayMs} is over this handle's maxNackDelayMs (${mine}); nothing was settled`, { field: 'delayMs', limit: mine });
         }
         const reason = optString(o.reason, 'reason');
         const error = errorText(o.error)?.slice(0, 8192);
-        return (await transport.request('nack', { receipt: d.receipt, delayMs, reason, error })).ok;
+        try {
+          return (await transport.request('nack', { receipt: d.receipt, delayMs, reason, error })).ok;
+        } catch (e) {
+          // The engine holds the delay to the queue's stored maxNackDelayMs: say which rule refused.
+          if (isCode(e, 'invalid_argument') && /^delayMs /.test((e as Error).message)) {
+            throw invalidArg(`nack ${(e as Error).message}: over the queue's maxNackDelayMs; nothing was settled`, { field: 'delayMs' });
+          }
+          throw e;
+        }
       },
       async touch(o = {}) {
         optObject(o, 'touch options');
         onlyKeys(o as Record<string, unknown>, ['leaseMs'], 'touch');
+        // Without leaseMs: this delivery's own lease; one leased at the queue's default is extended by it.
         const ms = optMs(o.leaseMs, 'leaseMs', { min: 1, max: MAX_LEASE_MS }) ?? leaseMs;
         const r = await transport.request('extend', { receipt: d.receipt, leaseMs: ms });
         if (r.ok && r.leaseUntil !== null) m.leaseUntil = r.leaseUntil;
@@ -223,40 +336,75 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     return m;
   }
 
+  /**
+   * A delivery as the consumer sees it: its data re-parsed by the schema. One the schema refuses
+   * (sent without it, by the CLI, or before the schema changed) goes to the DLQ at once, with the
+   * schema's error, rather than back to the queue to fail again; the caller then receives the next.
+   */
+  async function accept<T>(d: Delivery, leaseMs: number | undefined): Promise<SyncMessage<T> | null> {
+    if (!schema) return toMessage(d, d.body as T, leaseMs);
+    let data: T;
+    try {
+      data = schema.parse(d.body) as T;
+    } catch (e) {
+      const error = `data does not match this handle's schema: ${errorText(e) ?? 'parse() threw'}`.slice(0, 8192);
+      await transport.request('nack', { receipt: d.receipt, dead: true, reason: INVALID_PAYLOAD, error });
+      return null;
+    }
+    return toMessage(d, data, leaseMs);
+  }
+
   function makeReader(consumerId: string): SyncReader {
     async function recv<T>(o: RecvOptions = {}): Promise<SyncMessage<T> | null> {
       optObject(o, 'recv options');
-      onlyKeys(o as Record<string, unknown>, ['wait', 'timeoutMs', 'leaseMs', 'consumerId', 'signal'], 'recv');
+      onlyKeys(o as Record<string, unknown>, RECV_KEYS, 'recv');
       if (o.wait !== undefined && typeof o.wait !== 'boolean') throw invalidArg('wait must be true or false');
       const wait = o.wait ?? true;
       const timeoutMs = optMs(o.timeoutMs, 'timeoutMs') ?? 30000;
-      const leaseArg = optMs(o.leaseMs, 'leaseMs', { min: 1, max: MAX_LEASE_MS });
+      const leaseMs = optMs(o.leaseMs, 'leaseMs', { min: 1, max: MAX_LEASE_MS }) ?? own.leaseMs;
       const who = optString(o.consumerId, 'consumerId') ?? consumerId;
+      const s = site(o.tenantId);
       const signal = o.signal;
       if (signal?.aborted) return null;
-      const policy = known ?? (await ensure(true));
-      const leaseMs = leaseArg ?? policy.leaseMs;
-      // A wait longer than the server holds one request is several held pulls in a row.
-      let left = wait ? timeoutMs : 0;
+      if (!s.ready) await ensure(s, true);
+      try {
+        return await receive<T>(s, wait ? timeoutMs : 0, leaseMs, who, signal);
+      } catch (e) {
+        if (signal?.aborted || isAbort(e)) return null;
+        throw e;
+      }
+    }
+
+    /**
+     * The pulls of one recv. A wait longer than the server holds one request is several holds that
+     * share one deadline on the emulator's clock (`waitUntil`), so a clock.advance past it ends the
+     * wait even while the next hold is on its way, and that hold takes nothing. Real time bounds the
+     * wait too, as it bounds a single hold.
+     */
+    async function receive<T>(s: Site, timeoutMs: number, leaseMs: number | undefined, who: string, signal: AbortSignal | undefined): Promise<SyncMessage<T> | null> {
+      const realEnd = Date.now() + timeoutMs;
+      const clockNow = async () => (await transport.request('clock.now', {}, { signal })).now;
+      const until = timeoutMs > LIMITS.maxWaitMs ? (await clockNow()) + timeoutMs : undefined;
+      let waitMs = Math.min(timeoutMs, LIMITS.maxWaitMs);
       for (;;) {
-        const waitMs = Math.min(left, LIMITS.maxWaitMs);
-        const started = Date.now();
-        let got: Delivery[];
-        try {
-          got = (await onQueue(() => transport.request('pull', { ...ref, max: 1, leaseMs, waitMs: waitMs || undefined, consumerId: who }, { signal }), true)).messages;
-        } catch (e) {
-          if (signal?.aborted || isAbort(e)) return null;
-          throw e;
+        const args = { ...s.ref, max: 1, leaseMs, waitMs: waitMs || undefined, waitUntil: until, consumerId: who };
+        const got = (await onQueue(s, () => transport.request('pull', args, { signal }), true)).messages;
+        if (got.length > 0) {
+          const m = await accept<T>(got[0], leaseMs);
+          if (m) return m;
+        } else if (timeoutMs === 0 || until === undefined || signal?.aborted || Date.now() >= realEnd || (await clockNow()) >= until) {
+          // One hold was the whole wait, or the wait's end has come.
+          return null;
         }
-        if (got.length > 0) return toMessage<T>(got[0], leaseMs);
-        left -= Math.max(waitMs, Date.now() - started);
-        if (left <= 0 || signal?.aborted) return null;
+        // The rest of the wait (after a refused message, with no deadline known on the emulator's
+        // clock for a single-hold wait, real time is what is left).
+        waitMs = timeoutMs === 0 ? 0 : Math.min(Math.max(0, realEnd - Date.now()), LIMITS.maxWaitMs);
       }
     }
 
     async function* stream<T>(o: StreamOptions = {}): AsyncGenerator<SyncMessage<T>> {
       optObject(o, 'stream options');
-      onlyKeys(o as Record<string, unknown>, ['wait', 'timeoutMs', 'leaseMs', 'consumerId', 'signal'], 'stream');
+      onlyKeys(o as Record<string, unknown>, RECV_KEYS, 'stream');
       const wait = o.wait ?? true;
       const signal = o.signal;
       let backoff = 50;
@@ -287,21 +435,46 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
   return {
     id,
     tenantId,
+    prefix,
     consumerId: main.consumerId,
     recv: main.recv,
     stream: main.stream,
 
     async send<T>(o: SendOptions<T>) {
       if (!o || typeof o !== 'object') throw invalidArg('send() needs { data }');
-      onlyKeys(o as unknown as Record<string, unknown>, ['data', 'delayMs', 'idempotencyKey', 'idempotencyTtlMs', 'orderingKey', 'meta'], 'send');
+      onlyKeys(o as unknown as Record<string, unknown>, ['data', 'delayMs', 'idempotencyKey', 'idempotencyTtlMs', 'orderingKey', 'meta', 'tenantId'], 'send');
       if (o.data === undefined) throw invalidArg('send() needs data (any JSON value)');
       jsonValue(o.data, 'data');
+      if (schema) {
+        // Validated at send. What is stored is the data as sent (the schema's input): the receiver
+        // parses it again, so a transforming schema runs once, on the consumer's side.
+        try {
+          schema.parse(o.data);
+        } catch (e) {
+          throw new QuaysideError('invalid_argument', `data does not match this handle's schema: ${errorText(e) ?? 'parse() threw'}; nothing was sent`, { details: { field: 'data' }, cause: e });
+        }
+      }
       const delayMs = optMs(o.delayMs, 'delayMs');
-      const dedupeTtlMs = optMs(o.idempotencyTtlMs, 'idempotencyTtlMs', { min: 1, max: 365 * DAY });
-      const dedupeKey = optString(o.idempotencyKey, 'idempotencyKey');
-      const orderingKey = optString(o.orderingKey, 'orderingKey');
-      const r = await onQueue(() => transport.request('push', { ...ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta }), true);
-      return { messageId: r.id };
+      const dedupeTtlMs = optMs(o.idempotencyTtlMs, 'idempotencyTtlMs', { min: 1, max: 365 * DAY }) ?? own.dedupeTtlMs;
+      const dedupeKey = keyArg(o.idempotencyKey, 'idempotencyKey');
+      const orderingKey = keyArg(o.orderingKey, 'orderingKey');
+      const s = site(o.tenantId);
+      const limit = own.maxPayloadBytes;
+      if (limit !== undefined) {
+        let size: number;
+        try {
+          size = envelopeBytes(o.data, o.meta);
+        } catch {
+          size = 0; // not JSON-serialisable: the request's encoding names the field
+        }
+        if (size > limit) throw new QuaysideError('payload_too_large', `send: data and meta are ${size} bytes, over this handle's payloadBytes (${limit})`, { details: { size, limit } });
+      }
+      try {
+        const r = await onQueue(s, () => transport.request('push', { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta }), true);
+        return { messageId: r.id };
+      } catch (e) {
+        throw sendError(e);
+      }
     },
 
     reader(o = {}) {
@@ -309,15 +482,17 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       return makeReader(cid);
     },
 
-    async dlq<T>(o: { limit?: number } = {}) {
+    async dlq<T>(o: { limit?: number; tenantId?: string } = {}) {
       optObject(o, 'dlq options');
+      onlyKeys(o as Record<string, unknown>, ['limit', 'tenantId'], 'dlq');
       const limit = o.limit ?? 100;
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) throw invalidArg(`limit must be a positive whole number, got ${String(limit)}`);
+      const s = site(o.tenantId);
       const out: DlqEntry<T>[] = [];
       let cursor: string | undefined;
       // dead.list pages hold at most 1000; a larger limit reads several.
       while (out.length < limit) {
-        const page = await onQueue(() => transport.request('dead.list', { ...ref, limit: Math.min(1000, limit - out.length), cursor }));
+        const page = await onQueue(s, () => transport.request('dead.list', { ...s.ref, limit: Math.min(1000, limit - out.length), cursor }));
         for (const m of page.messages) {
           const e: DlqEntry<T> = { messageId: m.id, data: m.body as T, attempts: m.attempts, movedAt: m.deadAt ?? 0, reason: m.deadReason ?? 'max_deliveries_exceeded' };
           if (m.lastError) e.lastError = m.lastError;
@@ -331,16 +506,18 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
 
     async dlqRemove(o) {
       if (!o || typeof o !== 'object') throw invalidArg('dlqRemove() needs { messageId }');
+      onlyKeys(o as Record<string, unknown>, ['messageId', 'tenantId'], 'dlqRemove');
       const mid = optString(o.messageId, 'messageId');
       if (mid === undefined) throw invalidArg('dlqRemove() needs a messageId');
+      const s = site(o.tenantId);
       if (!/^m_[1-9][0-9]{0,15}$/.test(mid)) return false;
-      const r = await onQueue(() => transport.request('dead.purge', { ...ref, ids: [mid] }), true);
+      const r = await onQueue(s, () => transport.request('dead.purge', { ...s.ref, ids: [mid] }), true);
       return r.purged > 0;
     },
 
     async stats() {
-      const s = await onQueue(() => transport.request('stats', ref));
-      return { ready: s.counts.ready, delayed: s.counts.delayed, inFlight: s.counts.leased, dlq: s.counts.dead };
+      const r = await onQueue(home, () => transport.request('stats', home.ref));
+      return { ready: r.counts.ready, delayed: r.counts.delayed, inFlight: r.counts.leased, dlq: r.counts.dead };
     },
 
     async close() {

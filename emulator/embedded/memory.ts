@@ -192,7 +192,7 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
 let shared: MemoryQueues | null = null;
 
 /**
- * `queue({ id, tenantId?, limits?, delivery? })` on this process's shared in-memory engine (system
+ * `queue({ id, tenantId?, prefix?, schema?, limits?, delivery? })` on this process's shared in-memory engine (system
  * clock): every `queue()` call with the same tenant and id sees the same messages, and everything
  * is gone when the process ends. Pass `memory` to use an isolated `createMemoryQueues()` instead.
  */

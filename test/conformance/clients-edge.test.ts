@@ -10,6 +10,7 @@ import * as remote from '../../emulator/clients/sync';
 import type { SyncQueue } from '../../emulator/clients/sync-face';
 import * as memory from '../../emulator/embedded/memory';
 import { fresh, readOnlyToken, rejects, startTestEmulator, until } from './support';
+import { QuaysideError } from '../../emulator/errors';
 
 // Client edge cases: environment read at connect time (not when the client is built), bodies JSON
 // cannot carry, and read operations of a sync handle with a read-only token.
@@ -200,10 +201,10 @@ describe('clients: bodies JSON cannot carry', function () {
     const s = remote.queue({ id: fresh('json'), transport: conn });
     const e1 = await rejects(s.send({ data: 1n }));
     assert.equal(e1.code, 'invalid_argument');
-    assert.match(e1.message, /body is not JSON-serialisable: .*BigInt/);
+    assert.match(e1.message, /^send: data is not JSON-serialisable: .*BigInt/); // the product's name, not the engine's body
     const e2 = await rejects(s.send({ data: 1, meta: circular() }));
     assert.equal(e2.code, 'invalid_argument');
-    assert.match(e2.message, /meta is not JSON-serialisable: .*circular/);
+    assert.match(e2.message, /^send: meta is not JSON-serialisable: .*circular/);
     assert.match((await rejects(s.send({ data: () => 1 }))).message, /data is not a JSON value/);
     assert.equal(pendingOf(conn), 0);
     assert.equal((await s.stats()).ready, 0);
@@ -212,7 +213,7 @@ describe('clients: bodies JSON cannot carry', function () {
   it('quayside/sync/memory queue(): the same errors, nothing enqueued', async () => {
     try {
       const s = memory.queue({ id: fresh('json') });
-      for (const [data, re] of [[10n, /body is not JSON-serialisable: .*BigInt/], [circular(), /body is not JSON-serialisable: .*circular/], [() => 1, /data is not a JSON value/]] as const) {
+      for (const [data, re] of [[10n, /data is not JSON-serialisable: .*BigInt/], [circular(), /data is not JSON-serialisable: .*circular/], [() => 1, /data is not a JSON value/]] as const) {
         const e = await rejects(s.send({ data }));
         assert.equal(e.code, 'invalid_argument');
         assert.match(e.message, re);
@@ -370,6 +371,42 @@ describe('clients: requests as large as a frame allows, and larger', function ()
       assert.equal(e.code, 'invalid_argument');
       assert.match(e.message, /maxPayloadBytes is at most 4194304 bytes/);
       assert.equal(((await conn.request('queue.list', { namespace: ns })) as { queues: unknown[] }).queues.length, 0, 'nothing created');
+    } finally {
+      await conn.close();
+    }
+  });
+});
+
+describe('clients: createEnv / createCache refuse an option they do not know', function () {
+  let emu: Emu;
+  before(async () => {
+    emu = await startTestEmulator();
+  });
+  after(async () => {
+    await emu.close();
+  });
+
+  it('a misspelt option is invalid_argument naming it, thrown before any connection; every documented option still works', async () => {
+    const project = fresh('opts');
+    const ops = await framesSentDuring(async () => {
+      for (const make of [
+        () => createEnv({ url: emu.url, token: emu.token, project, environment: 'dev', projectt: 'x' } as never),
+        () => createCache({ url: emu.url, token: emu.token, namespace: project, namespce: 'x' } as never),
+      ]) {
+        assert.throws(make, (e: QuaysideError) => e instanceof QuaysideError && e.code === 'invalid_argument' && /"(projectt|namespce)"/.test(e.message));
+      }
+    });
+    assert.deepEqual(ops, [], 'nothing was sent');
+    // url, token, project / environment or namespace, and transport.
+    const conn = new Connection({ url: emu.url, token: emu.token });
+    try {
+      await conn.request('queue.create', { namespace: `${project}/dev`, queue: 's', dialect: 'env' });
+      const envs = [createEnv({ url: emu.url, token: emu.token, project, environment: 'dev' }), createEnv({ project, environment: 'dev', transport: conn })];
+      for (const env of envs) await env.queue.send('s', 1);
+      await envs[0].close();
+      const caches = [createCache({ url: emu.url, token: emu.token, namespace: project }), createCache({ namespace: project, transport: conn })];
+      for (const cache of caches) await cache.queue('c').push(1);
+      await caches[0].close();
     } finally {
       await conn.close();
     }

@@ -242,6 +242,26 @@ describe('engine: decisions', () => {
       }
     });
 
+    it('pull waitUntil ends a held wait at that instant of the clock, and one already passed leases nothing', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'sync' });
+      const start = t.clock.now();
+      let ended = false;
+      const held = t.engine.pull({ ...ref, waitMs: 20 * MINUTE, waitUntil: start + 5 * MINUTE }).then((r) => {
+        ended = true;
+        return r;
+      });
+      await t.advance(5 * MINUTE - 1);
+      assert.equal(ended, false);
+      await t.advance(1);
+      assert.deepEqual((await held).messages, []);
+      await t.engine.push({ ...ref, body: 'later' });
+      // The client's next hold of a wait that already ended (it arrived after the advance).
+      assert.deepEqual((await t.engine.pull({ ...ref, waitMs: 20 * MINUTE, waitUntil: start + 5 * MINUTE })).messages, []);
+      assert.equal((await t.engine.stats(ref)).counts.ready, 1, 'nothing was leased');
+      assert.equal((await rejects(t.engine.pull({ ...ref, waitUntil: -1 }))).code, 'invalid_argument');
+    });
+
     it('a queue of one dialect cannot be created again as another', async () => {
       t = makeEngine();
       await t.engine.createQueue({ ...ref, dialect: 'cache' });

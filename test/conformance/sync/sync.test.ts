@@ -1,51 +1,13 @@
 import assert from 'node:assert/strict';
 import * as remote from '../../../emulator/clients/sync';
 import * as memory from '../../../emulator/embedded/memory';
-import type { SyncQueue, SyncQueueOptions } from '../../../emulator/clients/sync-face';
+import type { SyncQueue } from '../../../emulator/clients/sync-face';
 import { startEmulator } from '../../../emulator/emulator';
-import { DAY, SECOND, START, fresh, rejects, startTestEmulator, until } from '../support';
+import { DAY, SECOND, fresh, rejects, startTestEmulator, until } from '../support';
+import { variants, type Harness } from './harness';
 
 // One test per statement of seeds/002 (the sync product) and DESIGN.md's "sync details", run with
 // the same bodies against quayside/sync (the emulator) and quayside/sync/memory (in-process).
-
-interface Harness {
-  name: string;
-  queue(o: SyncQueueOptions): SyncQueue;
-  advance(ms: number): Promise<number>;
-  now(): number;
-  close(): Promise<void>;
-}
-
-const variants: { name: string; make: () => Promise<Harness> }[] = [
-  {
-    name: 'quayside/sync (emulator)',
-    async make() {
-      const emu = await startTestEmulator();
-      const made: SyncQueue[] = [];
-      return {
-        name: 'emulator',
-        queue: (o) => {
-          const q = remote.queue({ ...o, url: emu.url, token: emu.token });
-          made.push(q);
-          return q;
-        },
-        advance: (ms) => emu.clock.advance(ms),
-        now: () => emu.clock.now(),
-        async close() {
-          for (const q of made) await q.close();
-          await emu.close();
-        },
-      };
-    },
-  },
-  {
-    name: 'quayside/sync/memory (in-process)',
-    async make() {
-      const mem = memory.createMemoryQueues({ clock: { start: START } });
-      return { name: 'memory', queue: (o) => mem.queue(o), advance: (ms) => mem.clock.advance(ms), now: () => mem.clock.now(), close: () => mem.close() };
-    },
-  },
-];
 
 for (const variant of variants) {
   describe(`conformance: sync (seeds/002) — ${variant.name}`, function () {

@@ -1,0 +1,317 @@
+import assert from 'node:assert/strict';
+import * as remote from '../../../emulator/clients/sync';
+import * as memory from '../../../emulator/embedded/memory';
+import type { SyncQueue, SyncQueueOptions, SyncSchema } from '../../../emulator/clients/sync-face';
+import { startEmulator } from '../../../emulator/emulator';
+import { LIMITS } from '../../../emulator/protocol';
+import { MINUTE, fresh, rejects } from '../support';
+import { variants, type Harness } from './harness';
+
+// What the real product's references/api.md gives that DESIGN.md's summary leaves out (schema,
+// prefix, per-call tenantId), waits longer than one server hold, whose settings a handle follows,
+// and errors that speak the product's field names. Same bodies against both variants.
+
+/** A Zod-like schema that checks and transforms: `{ n: '5' }` in, `{ n: 5 }` out. */
+const numberish: SyncSchema = {
+  parse(x: unknown) {
+    const n = (x as { n?: unknown } | null)?.n;
+    if (typeof n !== 'string' || !/^\d+$/.test(n)) throw new Error('n must be a string of digits');
+    return { n: Number(n) };
+  },
+};
+
+/** Handles, each set up (its settings applied to the stored policy) before the next is made. */
+async function inOrder(h: Harness, ...opts: SyncQueueOptions[]): Promise<SyncQueue[]> {
+  const out: SyncQueue[] = [];
+  for (const o of opts) {
+    const q = h.queue(o);
+    await q.stats();
+    out.push(q);
+  }
+  return out;
+}
+
+for (const variant of variants) {
+  describe(`conformance: sync product API — ${variant.name}`, function () {
+    let h: Harness;
+    before(async () => {
+      h = await variant.make();
+    });
+    after(() => h.close());
+
+    describe('recv waits longer than one server hold (20 min)', () => {
+      it('ends at its timeout on the emulator clock, and never takes a message sent after it', async () => {
+        const q = h.queue({ id: fresh('long') });
+        const p = q.recv({ timeoutMs: 30 * MINUTE });
+        await h.advance(31 * MINUTE);
+        await q.send({ data: 'after-timeout' });
+        assert.equal(await p, null);
+        assert.equal((await q.recv({ wait: false }))?.data, 'after-timeout');
+      });
+
+      it('ends exactly at its timeout, over several holds', async () => {
+        const q = h.queue({ id: fresh('long') });
+        let done = false;
+        const p = q.recv({ timeoutMs: 45 * MINUTE }).then((m) => {
+          done = true;
+          return m;
+        });
+        await h.advance(45 * MINUTE - 1);
+        assert.equal(done, false, 'still waiting a millisecond before its timeout');
+        await h.advance(1);
+        assert.equal(await p, null);
+      });
+
+      it('takes a message sent after the first hold ended', async () => {
+        const q = h.queue({ id: fresh('long') });
+        const p = q.recv<string>({ timeoutMs: 30 * MINUTE });
+        await h.advance(25 * MINUTE);
+        await q.send({ data: 'in time' });
+        assert.equal((await p)?.data, 'in time');
+      });
+    });
+
+    describe('schema (payload validation: validated at send, re-parsed at receive)', () => {
+      it('send checks data with schema.parse: a throw rejects invalid_argument naming data, and nothing is enqueued', async () => {
+        const q = h.queue({ id: fresh('schema'), schema: numberish });
+        const e = await rejects(q.send({ data: { n: 5 } }));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /\bdata\b/);
+        assert.match(e.message, /n must be a string of digits/);
+        assert.ok(e.cause instanceof Error && /digits/.test(e.cause.message), 'the schema\'s own error is the cause');
+        assert.deepEqual(await q.stats(), { ready: 0, delayed: 0, inFlight: 0, dlq: 0 });
+      });
+
+      it('recv hands the consumer schema.parse(stored data): a transforming schema runs once, at receive', async () => {
+        const id = fresh('schema');
+        const q = h.queue({ id, schema: numberish });
+        await q.send({ data: { n: '5' } });
+        const m = await q.recv({ wait: false });
+        assert.deepEqual(m?.data, { n: 5 });
+        // What is stored is what was sent: a handle without the schema sees the schema's input.
+        await m!.nack();
+        assert.deepEqual((await h.queue({ id }).recv({ wait: false }))?.data, { n: '5' });
+      });
+
+      it('a message that fails the schema at receive goes to the DLQ (reason invalid_payload) and recv goes on to the next', async () => {
+        const id = fresh('schema');
+        const plain = h.queue({ id });
+        await plain.send({ data: { n: 'not digits' } });
+        await plain.send({ data: { n: '7' } });
+        const q = h.queue({ id, schema: numberish });
+        const m = await q.recv({ wait: false });
+        assert.deepEqual(m?.data, { n: 7 });
+        const [d] = await q.dlq();
+        assert.deepEqual([d.data, d.reason], [{ n: 'not digits' }, 'invalid_payload']);
+        assert.match(d.lastError ?? '', /n must be a string of digits/);
+        // A blocking recv skips it the same way and keeps waiting.
+        const waiting = q.recv({ timeoutMs: 60_000 });
+        await plain.send({ data: { n: 'bad' } });
+        await plain.send({ data: { n: '8' } });
+        assert.deepEqual((await waiting)?.data, { n: 8 });
+        assert.equal((await q.dlq()).length, 2);
+      });
+
+      it('a schema that is not an object with parse() is refused invalid_argument', () => {
+        for (const schema of [{}, 5, 'zod', { parse: 1 }, null]) {
+          if (schema === null) continue; // absent, like undefined
+          assert.throws(() => h.queue({ id: 'x', schema: schema as never }), (e: any) => e.code === 'invalid_argument' && /schema/.test(e.message), JSON.stringify(schema));
+        }
+      });
+    });
+
+    describe('prefix (the product\'s Redis key prefix, default "sync:queue")', () => {
+      it('another prefix is another set of queues; the default prefix, given or not, is the same one', async () => {
+        const id = fresh('prefixed');
+        const a = h.queue({ id, prefix: 'app-a' });
+        const b = h.queue({ id, prefix: 'app-b' });
+        const plain = h.queue({ id });
+        const named = h.queue({ id, prefix: 'sync:queue' });
+        await a.send({ data: 'for a' });
+        await plain.send({ data: 'for the default prefix' });
+        assert.equal(await b.recv({ wait: false }), null);
+        assert.equal((await a.recv({ wait: false }))?.data, 'for a');
+        assert.equal((await named.recv({ wait: false }))?.data, 'for the default prefix');
+        assert.equal(a.prefix, 'app-a');
+        assert.equal(plain.prefix, 'sync:queue');
+      });
+
+      it('a prefix that is not a non-empty string is refused invalid_argument', () => {
+        for (const prefix of ['', 5, 'a\nb']) {
+          assert.throws(() => h.queue({ id: 'x', prefix: prefix as never }), (e: any) => e.code === 'invalid_argument' && /prefix/.test(e.message), JSON.stringify(prefix));
+        }
+      });
+    });
+
+    describe('per-call tenantId', () => {
+      it("send, recv, stream, dlq and dlqRemove with tenantId address that tenant's queue of the same id, with the handle's settings", async () => {
+        const id = fresh('tenants');
+        const q = h.queue({ id, tenantId: fresh('home'), delivery: { defaultLeaseMs: 7000, maxDeliveries: 1 } });
+        const other = fresh('other');
+        await q.send({ data: 'for other', tenantId: other });
+        assert.equal(await q.recv({ wait: false }), null, "the handle's own tenant is empty");
+        assert.equal((await h.queue({ id, tenantId: other }).stats()).ready, 1);
+        const m = (await q.recv({ wait: false, tenantId: other }))!;
+        assert.equal(m.data, 'for other');
+        assert.equal(m.leaseUntil, h.now() + 7000);
+        await m.nack(); // maxDeliveries 1: the handle's settings made that queue
+        const [d] = await q.dlq({ tenantId: other });
+        assert.equal(d.messageId, m.messageId);
+        assert.deepEqual(await q.dlq(), []);
+        assert.equal(await q.dlqRemove({ messageId: m.messageId }), false);
+        assert.equal(await q.dlqRemove({ messageId: m.messageId, tenantId: other }), true);
+        await q.send({ data: 1, tenantId: other });
+        await q.send({ data: 2, tenantId: other });
+        const seen: unknown[] = [];
+        for await (const s of q.stream({ wait: false, tenantId: other })) {
+          seen.push(s.data);
+          await s.ack();
+        }
+        assert.deepEqual(seen, [1, 2]);
+      });
+
+      it('a per-call tenantId is checked like the handle\'s: invalid_argument naming tenantId, nothing sent', async () => {
+        const q = h.queue({ id: fresh('tenants') });
+        for (const tenantId of ['', 5, 't'.repeat(201), 'a\u0000b']) {
+          for (const call of [() => q.send({ data: 1, tenantId: tenantId as never }), () => q.recv({ wait: false, tenantId: tenantId as never })]) {
+            const e = await rejects(call);
+            assert.equal(e.code, 'invalid_argument');
+            assert.match(e.message, /tenantId/);
+          }
+        }
+        assert.deepEqual(await q.stats(), { ready: 0, delayed: 0, inFlight: 0, dlq: 0 });
+      });
+    });
+
+    describe('settings are per handle (as in the library, which keeps config in each handle)', () => {
+      it("a handle's own defaultLeaseMs and maxNackDelayMs govern its calls; a handle given none follows the queue's stored policy as it is now", async () => {
+        const id = fresh('per-handle');
+        // `none` is first used while the stored policy is a's; then b's settings become it.
+        const [a, none, b] = await inOrder(h, { id, delivery: { defaultLeaseMs: 1000 }, limits: { maxNackDelayMs: 1000 } }, { id }, { id, delivery: { defaultLeaseMs: 5000 }, limits: { maxNackDelayMs: 60_000 } });
+        for (let i = 0; i < 3; i++) await none.send({ data: i });
+        const ma = (await a.recv({ wait: false }))!;
+        const mb = (await b.recv({ wait: false }))!;
+        const mn = (await none.recv({ wait: false }))!;
+        assert.equal(ma.leaseUntil, h.now() + 1000, "a's own lease");
+        assert.equal(mb.leaseUntil, h.now() + 5000, "b's own lease");
+        assert.equal(mn.leaseUntil, h.now() + 5000, 'the stored lease, as it is now');
+        const e = await rejects(ma.nack({ delayMs: 5000 }));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /this handle's maxNackDelayMs \(1000\)/);
+        assert.equal((await a.stats()).inFlight, 3, 'the refused nack settled nothing');
+        assert.equal(await mb.nack({ delayMs: 5000 }), true);
+        assert.equal(await mn.nack({ delayMs: 5000 }), true, 'the stored maxNackDelayMs (60000) allows it');
+        assert.equal(await ma.nack({ delayMs: 1000 }), true);
+      });
+
+      it("a handle's own idempotencyTtlMs is the window of its sends", async () => {
+        const id = fresh('per-handle');
+        const [short, long] = await inOrder(h, { id, limits: { idempotencyTtlMs: 1000 } }, { id, limits: { idempotencyTtlMs: 60_000 } });
+        const a1 = await short.send({ data: 1, idempotencyKey: 'a' });
+        const b1 = await long.send({ data: 1, idempotencyKey: 'b' });
+        await h.advance(1000);
+        assert.notEqual((await short.send({ data: 2, idempotencyKey: 'a' })).messageId, a1.messageId, "short's 1 s window has ended");
+        assert.equal((await short.send({ data: 2, idempotencyKey: 'b' })).messageId, b1.messageId, "long's 60 s window is the first send's");
+      });
+
+      it("a handle's own payloadBytes bounds its sends; the stored one bounds the rest", async () => {
+        const id = fresh('per-handle');
+        const [small, big, none] = await inOrder(h, { id, limits: { payloadBytes: 100 } }, { id, limits: { payloadBytes: 1000 } }, { id });
+        const e = await rejects(small.send({ data: 'x'.repeat(500) }));
+        assert.equal(e.code, 'payload_too_large');
+        assert.match(e.message, /this handle's payloadBytes \(100\)/);
+        await big.send({ data: 'x'.repeat(500) });
+        await none.send({ data: 'x'.repeat(500) });
+        const over = await rejects(none.send({ data: 'x'.repeat(1000) }));
+        assert.equal(over.code, 'payload_too_large');
+        assert.match(over.message, /the queue's payloadBytes \(1000\)/);
+        assert.equal((await none.stats()).ready, 2);
+      });
+
+      it('settings the emulator applies on its own (maxDeliveries, maxMessageAgeMs, dlqRetentionMs) are the stored policy: the last handle to configure wins', async () => {
+        const id = fresh('per-handle');
+        const [five] = await inOrder(h, { id, delivery: { maxDeliveries: 5 } }, { id, delivery: { maxDeliveries: 1 } });
+        await five.send({ data: 'x' });
+        await (await five.recv({ wait: false }))!.nack();
+        assert.equal((await five.dlq()).length, 1);
+      });
+    });
+
+    describe('errors name the sync fields', () => {
+      it('idempotencyKey, id, tenantId, orderingKey and data, with the codes unchanged', async () => {
+        const q = h.queue({ id: fresh('errors') });
+        const key = await rejects(q.send({ data: 1, idempotencyKey: 'k'.repeat(600) }));
+        assert.equal(key.code, 'invalid_argument');
+        assert.match(key.message, /^idempotencyKey must be at most 512 characters/);
+        assert.match((await rejects(q.send({ data: 1, orderingKey: 'o'.repeat(513) }))).message, /^orderingKey must be at most 512 characters/);
+        assert.throws(() => h.queue({ id: 'i'.repeat(201) }), (e: any) => e.code === 'invalid_argument' && /^id must be at most 200 characters/.test(e.message));
+        assert.throws(() => h.queue({ id: 'a\tb' }), (e: any) => e.code === 'invalid_argument' && /^id must not contain control characters/.test(e.message));
+        assert.throws(() => h.queue({ id: 'x', tenantId: 't'.repeat(201) }), (e: any) => e.code === 'invalid_argument' && /^tenantId must be at most 200 characters/.test(e.message));
+        assert.throws(() => h.queue({ id: 'x', prefix: 'p'.repeat(150), tenantId: 't'.repeat(150) }), (e: any) => e.code === 'invalid_argument' && /prefix/.test(e.message) && /tenantId/.test(e.message));
+        const size = await rejects(q.send({ data: 'x'.repeat(131072) }));
+        assert.equal(size.code, 'payload_too_large');
+        assert.match(size.message, /\bdata\b/);
+        assert.doesNotMatch(size.message, /\bbody\b/);
+        const big = await rejects(q.send({ data: 'x'.repeat(9 * 1024 * 1024) }));
+        assert.equal(big.code, 'payload_too_large');
+        assert.match(big.message, /\bdata\b/);
+        assert.doesNotMatch(big.message, /\bbody\b|\bpush\b/);
+        const bigint = await rejects(q.send({ data: { n: 1n } }));
+        assert.equal(bigint.code, 'invalid_argument');
+        assert.match(bigint.message, /\bdata\b.*JSON/);
+        assert.doesNotMatch(bigint.message, /\bbody\b|\bpush\b/);
+        assert.deepEqual(await q.stats(), { ready: 0, delayed: 0, inFlight: 0, dlq: 0 });
+      });
+    });
+  });
+}
+
+describe('conformance: sync — a long recv on the system clock (real time)', function () {
+  this.timeout(20000);
+  const saved = LIMITS.maxWaitMs;
+  // A server hold of 100 ms instead of 20 minutes, so a wait of several holds takes a moment.
+  before(() => {
+    LIMITS.maxWaitMs = 100;
+  });
+  after(() => {
+    LIMITS.maxWaitMs = saved;
+  });
+
+  const makers: { name: string; make: () => Promise<{ q: SyncQueue; close(): Promise<void> }> }[] = [
+    {
+      name: 'quayside/sync (emulator)',
+      async make() {
+        const emu = await startEmulator({ memory: true });
+        const q = remote.queue({ id: 'real-time', url: emu.url, token: emu.token });
+        return { q, close: async () => { await q.close(); await emu.close(); } };
+      },
+    },
+    {
+      name: 'quayside/sync/memory (in-process)',
+      async make() {
+        const mem = memory.createMemoryQueues();
+        return { q: mem.queue({ id: 'real-time' }), close: () => mem.close() };
+      },
+    },
+  ];
+
+  for (const m of makers) {
+    it(`${m.name}: waits its whole timeout over several holds, then resolves null`, async () => {
+      const { q, close } = await m.make();
+      try {
+        await q.stats();
+        const started = Date.now();
+        assert.equal(await q.recv({ timeoutMs: 350 }), null);
+        const took = Date.now() - started;
+        assert.ok(took >= 340, `ended after ${took} ms, before its 350 ms timeout`);
+        assert.ok(took < 3000, `ended after ${took} ms, long after its 350 ms timeout`);
+        // A message sent while a later hold waits is taken.
+        const p = q.recv<string>({ timeoutMs: 2000 });
+        setTimeout(() => void q.send({ data: 'late' }), 250);
+        assert.equal((await p)?.data, 'late');
+      } finally {
+        await close();
+      }
+    });
+  }
+});
