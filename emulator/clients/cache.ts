@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, LagStep, MessageView, QueueCounts } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optString, pause, throwIfAborted } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optString, pause, throwIfAborted } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -134,7 +134,7 @@ const MAX_LEASE_S = 12 * 3600;
 
 export function createCache(opts: CacheOptions): Cache {
   if (!opts || typeof opts !== 'object') throw invalidArg('createCache needs { namespace }');
-  onlyKeys(opts as unknown as Record<string, unknown>, ['url', 'token', 'namespace', 'transport'] satisfies (keyof CacheOptions)[], 'createCache');
+  onlyKeys(opts as unknown as Record<string, unknown>, ['url', 'token', 'namespace', 'transport'] satisfies (keyof CacheOptions)[], 'createCache', EMULATOR_HANDLE_KEYS);
   const namespace = optString(opts.namespace, 'namespace');
   if (namespace === undefined) throw invalidArg('createCache needs a namespace');
   let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });

@@ -77,12 +77,19 @@ export function jsonValue(v: unknown, name: string): void {
 }
 
 /** Refuses keys outside `allowed`, naming the one that is wrong. */
-export function onlyKeys(o: Record<string, unknown> | undefined, allowed: readonly string[], what: string): void {
+export function onlyKeys(o: Record<string, unknown> | undefined, allowed: readonly string[], what: string, tolerated: readonly string[] = []): void {
   if (!o) return;
   for (const k of Object.keys(o)) {
-    if (!allowed.includes(k)) throw invalidArg(`unknown ${what} option "${k}"; expected one of ${allowed.join(', ')}`, { field: k });
+    if (!allowed.includes(k) && !tolerated.includes(k)) throw invalidArg(`unknown ${what} option "${k}"; expected one of ${allowed.join(', ')}`, { field: k });
   }
 }
+
+/**
+ * The other keys of what `startEmulator()` resolves to, besides `url` and `token`. A client's
+ * connection options accept (and ignore) them, so an app's test may pass `{ ...emu, namespace }`;
+ * any other unknown key is still refused.
+ */
+export const EMULATOR_HANDLE_KEYS: readonly string[] = ['httpUrl', 'host', 'port', 'clock', 'engine', 'createToken', 'close'];
 
 export function isAbort(e: unknown): boolean {
   return e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError');
@@ -118,6 +125,11 @@ export function errorText(e: unknown): string | undefined {
   try {
     return JSON.stringify(e);
   } catch {
-    return String(e);
+    // An object whose toJSON and toString both throw still gets a name.
+    try {
+      return String(e);
+    } catch {
+      return Object.prototype.toString.call(e);
+    }
   }
 }

@@ -3,7 +3,7 @@ import { contentTypeProblem, type Delivery, type DeliverEvent, type PushInput, t
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, optObject, optSeconds, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, optObject, optSeconds, optString, pause } from './common';
 
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
@@ -128,7 +128,7 @@ export function envQueueOver(transport: () => Transport, namespace: string): Env
 
 export function createEnv(opts: EnvOptions): Env {
   if (!opts || typeof opts !== 'object') throw invalidArg('createEnv needs { project, environment }');
-  onlyKeys(opts as unknown as Record<string, unknown>, ENV_KEYS, 'createEnv');
+  onlyKeys(opts as unknown as Record<string, unknown>, ENV_KEYS, 'createEnv', EMULATOR_HANDLE_KEYS);
   const namespace = envNamespace(opts.project, opts.environment);
   let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-env' });
   return {
@@ -225,7 +225,7 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
   if (!app || typeof app.queue !== 'function') throw invalidArg('runConsumer(app) needs an app with a queue(batch, env, ctx) handler');
   if (!opts || typeof opts !== 'object') throw invalidArg('runConsumer needs { project, environment, queue }');
   // Before anything is set: a misspelt setting would otherwise leave the queue on its default.
-  onlyKeys(opts as unknown as Record<string, unknown>, CONSUMER_KEYS, 'runConsumer');
+  onlyKeys(opts as unknown as Record<string, unknown>, CONSUMER_KEYS, 'runConsumer', EMULATOR_HANDLE_KEYS);
   const namespace = envNamespace(opts.project, opts.environment);
   const slug = slugArg(opts.queue);
   const appId = optString(opts.appId, 'appId') ?? 'local';

@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem } from '../protocol';
 import type { Transport } from './transport';
-import { errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optString, pause } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
@@ -14,9 +14,12 @@ export type { SyncDelivery, SyncLimits };
 /** The product's default key prefix. Its queues are the engine namespace `tenantId` itself. */
 export const DEFAULT_PREFIX = 'sync:queue';
 
-/** Payload validation, as a Zod schema gives it: `parse` returns the value (maybe transformed) or throws. */
+/**
+ * Payload validation, as a Zod schema gives it: `parse` returns the value (maybe transformed) or
+ * throws. A `parse` that returns a promise is awaited; its rejection is a refusal.
+ */
 export interface SyncSchema<T = unknown> {
-  parse(data: unknown): T;
+  parse(data: unknown): T | Promise<T>;
 }
 
 export interface SyncQueueOptions {
@@ -128,6 +131,8 @@ const QUEUE_KEYS = ['id', 'tenantId', 'prefix', 'schema', 'limits', 'delivery', 
 const RECV_KEYS = ['wait', 'timeoutMs', 'leaseMs', 'consumerId', 'signal', 'tenantId'];
 const MAX_LEASE_MS = 12 * 3600 * 1000;
 const DAY = 24 * 3600 * 1000;
+/** The largest epoch ms a Date can hold: the engine's bound on `waitUntil`. */
+const MAX_TIME = 8.64e15;
 /** The DLQ reason of a message this handle's schema refused at receive. */
 export const INVALID_PAYLOAD = 'invalid_payload';
 
@@ -198,7 +203,7 @@ interface Site {
 /** Builds a sync queue over a transport. `owned` transports are closed by `close()`. */
 export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owned = false): SyncQueue {
   if (!opts || typeof opts !== 'object') throw invalidArg('queue() needs { id }');
-  onlyKeys(opts as unknown as Record<string, unknown>, QUEUE_KEYS, 'queue');
+  onlyKeys(opts as unknown as Record<string, unknown>, QUEUE_KEYS, 'queue', EMULATOR_HANDLE_KEYS);
   const id = nameArg(opts.id, 'id');
   if (id === undefined) throw invalidArg('queue() needs an id');
   const tenantId = nameArg(opts.tenantId, 'tenantId') ?? 'default';
@@ -290,7 +295,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
   }
 
   /** `leaseMs`: what this delivery was leased for, when the client chose it (else the queue's default). */
-  function toMessage<T>(d: Delivery, data: T, leaseMs: number | undefined): SyncMessage<T> {
+  function toMessage<T>(ref: QueueRef, d: Delivery, data: T, leaseMs: number | undefined): SyncMessage<T> {
     const m: SyncMessage<T> = {
       data,
       messageId: d.id,
@@ -312,12 +317,15 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
         const reason = optString(o.reason, 'reason');
         const error = errorText(o.error)?.slice(0, 8192);
         try {
-          return (await transport.request('nack', { receipt: d.receipt, delayMs, reason, error })).ok;
+          // Naming the queue makes the engine hold the delay to its stored maxNackDelayMs even when
+          // the lease has ended: a nack over it throws, stale or not (DESIGN's sync row).
+          return (await transport.request('nack', { ...ref, receipt: d.receipt, delayMs, reason, error })).ok;
         } catch (e) {
-          // The engine holds the delay to the queue's stored maxNackDelayMs: say which rule refused.
           if (isCode(e, 'invalid_argument') && /^delayMs /.test((e as Error).message)) {
             throw invalidArg(`nack ${(e as Error).message}: over the queue's maxNackDelayMs; nothing was settled`, { field: 'delayMs' });
           }
+          // The queue is gone (deleted, or an in-memory emulator restarted): so is the lease.
+          if (isCode(e, 'not_found')) return false;
           throw e;
         }
       },
@@ -341,17 +349,17 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
    * (sent without it, by the CLI, or before the schema changed) goes to the DLQ at once, with the
    * schema's error, rather than back to the queue to fail again; the caller then receives the next.
    */
-  async function accept<T>(d: Delivery, leaseMs: number | undefined): Promise<SyncMessage<T> | null> {
-    if (!schema) return toMessage(d, d.body as T, leaseMs);
+  async function accept<T>(s: Site, d: Delivery, leaseMs: number | undefined): Promise<SyncMessage<T> | null> {
+    if (!schema) return toMessage(s.ref, d, d.body as T, leaseMs);
     let data: T;
     try {
-      data = schema.parse(d.body) as T;
+      data = (await schema.parse(d.body)) as T;
     } catch (e) {
       const error = `data does not match this handle's schema: ${errorText(e) ?? 'parse() threw'}`.slice(0, 8192);
       await transport.request('nack', { receipt: d.receipt, dead: true, reason: INVALID_PAYLOAD, error });
       return null;
     }
-    return toMessage(d, data, leaseMs);
+    return toMessage(s.ref, d, data, leaseMs);
   }
 
   function makeReader(consumerId: string): SyncReader {
@@ -378,26 +386,28 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     /**
      * The pulls of one recv. A wait longer than the server holds one request is several holds that
      * share one deadline on the emulator's clock (`waitUntil`), so a clock.advance past it ends the
-     * wait even while the next hold is on its way, and that hold takes nothing. Real time bounds the
-     * wait too, as it bounds a single hold.
+     * wait even while the next hold is on its way, and that hold takes nothing. So is a wait that a
+     * schema may cut short (a refused message, then the rest of the wait). Real time bounds the wait
+     * too, as it bounds a single hold.
      */
     async function receive<T>(s: Site, timeoutMs: number, leaseMs: number | undefined, who: string, signal: AbortSignal | undefined): Promise<SyncMessage<T> | null> {
       const realEnd = Date.now() + timeoutMs;
       const clockNow = async () => (await transport.request('clock.now', {}, { signal })).now;
-      const until = timeoutMs > LIMITS.maxWaitMs ? (await clockNow()) + timeoutMs : undefined;
+      const several = timeoutMs > LIMITS.maxWaitMs || (schema !== undefined && timeoutMs > 0);
+      // At most the largest time the engine takes (a Date's): a huge finite timeout still just waits.
+      const until = several ? Math.min((await clockNow()) + timeoutMs, MAX_TIME) : undefined;
       let waitMs = Math.min(timeoutMs, LIMITS.maxWaitMs);
       for (;;) {
         const args = { ...s.ref, max: 1, leaseMs, waitMs: waitMs || undefined, waitUntil: until, consumerId: who };
         const got = (await onQueue(s, () => transport.request('pull', args, { signal }), true)).messages;
         if (got.length > 0) {
-          const m = await accept<T>(got[0], leaseMs);
+          const m = await accept<T>(s, got[0], leaseMs);
           if (m) return m;
         } else if (timeoutMs === 0 || until === undefined || signal?.aborted || Date.now() >= realEnd || (await clockNow()) >= until) {
           // One hold was the whole wait, or the wait's end has come.
           return null;
         }
-        // The rest of the wait (after a refused message, with no deadline known on the emulator's
-        // clock for a single-hold wait, real time is what is left).
+        // The rest of the wait in real time; the server ends the hold at `until` if that comes first.
         waitMs = timeoutMs === 0 ? 0 : Math.min(Math.max(0, realEnd - Date.now()), LIMITS.maxWaitMs);
       }
     }
@@ -449,7 +459,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
         // Validated at send. What is stored is the data as sent (the schema's input): the receiver
         // parses it again, so a transforming schema runs once, on the consumer's side.
         try {
-          schema.parse(o.data);
+          await schema.parse(o.data);
         } catch (e) {
           throw new QuaysideError('invalid_argument', `data does not match this handle's schema: ${errorText(e) ?? 'parse() threw'}; nothing was sent`, { details: { field: 'data' }, cause: e });
         }
@@ -478,6 +488,8 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     },
 
     reader(o = {}) {
+      optObject(o, 'reader options');
+      onlyKeys(o as Record<string, unknown>, ['consumerId'], 'reader');
       const cid = optString(o.consumerId, 'consumerId') ?? `${tenantId}/${id}#${++readerSeq}`;
       return makeReader(cid);
     },

@@ -720,7 +720,10 @@ export class Engine {
     const error = args.error === undefined || args.error === null ? null : v.str(args.error, `${at}error`, 1 << 20).slice(0, 8192);
     const toDead = v.bool(args.dead, `${at}dead`) ?? false;
     const hit = this.leasedBy(args.receipt, actor, scope);
-    const maxDelay = hit ? this.policyOf(hit.q).maxNackDelayMs : 365 * TIME.DAY;
+    // A stale receipt's delay is held to the named queue's limit too: an over-long delay is a bad
+    // request whether or not the lease is still there (no lease and no queue named: a year).
+    const limitOf = hit?.q ?? scope;
+    const maxDelay = limitOf ? this.policyOf(limitOf).maxNackDelayMs : 365 * TIME.DAY;
     const delay = v.optInt(args.delayMs, `${at}delayMs`, 0, maxDelay) ?? 0;
     if (!hit) return false;
     this.release(hit.q, hit.row, { delay, reason: reason ?? null, error, toDead });

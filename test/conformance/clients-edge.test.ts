@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
 import { createCache, type Cache } from '../../emulator/clients/cache';
-import { createEnv } from '../../emulator/clients/env';
+import { createEnv, runConsumer } from '../../emulator/clients/env';
 import { Connection } from '../../emulator/clients/connection';
 import * as remote from '../../emulator/clients/sync';
 import type { SyncQueue } from '../../emulator/clients/sync-face';
@@ -410,5 +410,29 @@ describe('clients: createEnv / createCache refuse an option they do not know', f
     } finally {
       await conn.close();
     }
+  });
+
+  it("the emulator handle's own keys are accepted, so an app's test may spread it: { ...emu, namespace }", async () => {
+    const project = fresh('spread');
+    const emuKeys = { ...emu };
+    const cache = createCache({ ...emuKeys, namespace: project });
+    await cache.queue('c').push(1);
+    await cache.close();
+    const conn = new Connection({ url: emu.url, token: emu.token });
+    try {
+      await conn.request('queue.create', { namespace: `${project}/dev`, queue: 's', dialect: 'env' });
+    } finally {
+      await conn.close();
+    }
+    const env = createEnv({ ...emuKeys, project, environment: 'dev' });
+    await env.queue.send('s', 1);
+    await env.close();
+    const running = await runConsumer({ async queue() {} }, { ...emuKeys, project, environment: 'dev', queue: 's' });
+    await running.stop();
+    const q = remote.queue({ ...emuKeys, id: fresh('spread') });
+    await q.send({ data: 1 });
+    await q.close();
+    // A key that is neither the call's nor the handle's is still refused.
+    assert.throws(() => createCache({ ...emuKeys, namespace: project, namespce: 'x' } as never), (e: QuaysideError) => e.code === 'invalid_argument' && /namespce/.test(e.message));
   });
 });

@@ -4,7 +4,7 @@ import * as memory from '../../../emulator/embedded/memory';
 import type { SyncQueue, SyncQueueOptions, SyncSchema } from '../../../emulator/clients/sync-face';
 import { startEmulator } from '../../../emulator/emulator';
 import { LIMITS } from '../../../emulator/protocol';
-import { MINUTE, fresh, rejects } from '../support';
+import { MINUTE, fresh, rejects, until } from '../support';
 import { variants, type Harness } from './harness';
 
 // What the real product's references/api.md gives that DESIGN.md's summary leaves out (schema,
@@ -112,6 +112,48 @@ for (const variant of variants) {
         assert.equal((await q.dlq()).length, 2);
       });
 
+      it('a schema whose parse returns a promise is awaited: a rejection refuses the send, and recv hands over the resolved value', async () => {
+        const later: SyncSchema = {
+          async parse(x: unknown) {
+            if (typeof x !== 'number') throw new Error('must be a number');
+            return x * 2;
+          },
+        };
+        const q = h.queue({ id: fresh('async-schema'), schema: later });
+        const e = await rejects(q.send({ data: 'nope' }));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /must be a number/);
+        assert.equal((await q.stats()).ready, 0, 'nothing enqueued');
+        await q.send({ data: 21 });
+        assert.equal((await q.recv({ wait: false }))?.data, 42);
+      });
+
+      it('a schema that throws something with no text (no toJSON, no toString) still refuses with invalid_argument', async () => {
+        const odd = Object.assign(Object.create(null) as object, {
+          toJSON() {
+            throw new Error('no JSON either');
+          },
+        });
+        const q = h.queue({ id: fresh('odd-throw'), schema: { parse: () => { throw odd; } } });
+        const e = await rejects(q.send({ data: 1 }));
+        assert.equal(e.code, 'invalid_argument');
+      });
+
+      it('a message the schema refuses does not lengthen a recv: the wait still ends at its timeout on the clock', async () => {
+        const id = fresh('schema-wait');
+        const plain = h.queue({ id });
+        const q = h.queue({ id, schema: numberish });
+        await q.stats();
+        const p = q.recv({ timeoutMs: 30_000 });
+        await h.advance(20_000);
+        await plain.send({ data: { n: 'bad' } });
+        await until(async () => (await plain.stats()).dlq === 1, 'the refused message in the DLQ');
+        await h.advance(15_000); // 35 s: past the recv's 30 s
+        await plain.send({ data: { n: '1' } });
+        assert.equal(await p, null);
+        assert.deepEqual((await q.recv({ wait: false }))?.data, { n: 1 }, 'the later message is still there');
+      });
+
       it('a schema that is not an object with parse() is refused invalid_argument', () => {
         for (const schema of [{}, 5, 'zod', { parse: 1 }, null]) {
           if (schema === null) continue; // absent, like undefined
@@ -181,6 +223,33 @@ for (const variant of variants) {
         }
         assert.deepEqual(await q.stats(), { ready: 0, delayed: 0, inFlight: 0, dlq: 0 });
       });
+    });
+
+    describe('a nack over the queue\'s maxNackDelayMs throws even when the lease has ended', () => {
+      it('stale or not, the delay is a bad request: invalid_argument, nothing settled', async () => {
+        const q = h.queue({ id: fresh('stale-nack') });
+        await q.send({ data: 1 });
+        const m = (await q.recv({ wait: false, leaseMs: 1000 }))!;
+        await h.advance(1000); // the lease has ended
+        const e = await rejects(m.nack({ delayMs: 8 * 24 * MINUTE * 60 }));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /maxNackDelayMs/);
+        assert.equal(await m.nack({ delayMs: 1000 }), false, 'a delay within the limit: just stale');
+      });
+    });
+
+    it('reader() refuses an option it does not know', () => {
+      const q = h.queue({ id: fresh('reader') });
+      assert.throws(() => q.reader({ consumerID: 'x' } as never), (e: any) => e.code === 'invalid_argument' && /consumerID/.test(e.message));
+    });
+
+    it('a huge finite timeoutMs just waits (the deadline is capped at the latest time a Date holds)', async () => {
+      const q = h.queue({ id: fresh('huge') });
+      const ac = new AbortController();
+      const p = q.recv({ timeoutMs: Number.MAX_SAFE_INTEGER, signal: ac.signal });
+      await h.advance(MINUTE);
+      await q.send({ data: 'x' });
+      assert.equal((await p)?.data, 'x');
     });
 
     describe('settings are per handle (as in the library, which keeps config in each handle)', () => {
