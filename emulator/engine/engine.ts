@@ -82,6 +82,11 @@ const ALL_STATES: MessageState[] = ['ready', 'delayed', 'leased', 'dead'];
 interface Ref {
   namespace: string;
   queue: string;
+  /**
+   * The queue's public id, when the caller found it by id first (the env HTTP routes): the
+   * operation then acts only on that very queue, not on one made under its name since.
+   */
+  queueId?: unknown;
 }
 
 /**
@@ -267,7 +272,7 @@ export class Engine {
     const name = v.name(ref.queue, 'queue');
     if (actor && actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}", not "${ns}"`);
     const q = this.store.queueByName(ns, name);
-    if (!q) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
+    if (!q || (ref.queueId !== undefined && q.pub_id !== ref.queueId)) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
     return q;
   }
 
@@ -434,8 +439,8 @@ export class Engine {
   // ------------------------------------------------------------------ push
 
   push(args: Ref & PushInput & { create?: unknown; dialect?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<PushResult> {
-    const { namespace, queue, create, dialect, ...input } = args;
-    return this.op(() => this.pushNow({ namespace, queue, create, dialect }, [input], actor)[0]);
+    const { namespace, queue, queueId, create, dialect, ...input } = args;
+    return this.op(() => this.pushNow({ namespace, queue, queueId, create, dialect }, [input], actor)[0]);
   }
 
   pushBatch(args: Ref & { messages: unknown; create?: unknown; dialect?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ results: PushResult[] }> {

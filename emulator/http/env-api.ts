@@ -120,7 +120,9 @@ async function queueById(c: Ctx, id: string): Promise<QueueInfo> {
   return q;
 }
 
-const ref = (q: QueueInfo) => ({ namespace: q.namespace, queue: q.name });
+// queueId: each route found the queue by id in one engine operation and acts in another; the
+// engine refuses (not_found) if the name now belongs to a queue made since (deleted and made again).
+const ref = (q: QueueInfo) => ({ namespace: q.namespace, queue: q.name, queueId: q.id });
 
 function num(v: unknown, name: string, min: number, max: number): number | undefined {
   if (v === undefined || v === null) return undefined;

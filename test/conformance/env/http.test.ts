@@ -46,6 +46,54 @@ describe('conformance: env HTTP API', () => {
     assert.equal((await call('GET', `/v1/queues/${q.id}`)).status, 404);
   });
 
+  it('a route acts only on the queue its id names: one deleted and made again under the slug between lookup and action is 404, untouched', async () => {
+    const routes: [string, string, unknown?][] = [
+      ['GET', ''],
+      ['PATCH', '', { maxRetries: 1 }],
+      ['DELETE', ''],
+      ['PUT', '/consumer', { appId: 'a' }],
+      ['POST', '/messages', { body: 'x' }],
+      ['POST', '/messages', { messages: [{ body: 'x' }] }],
+      ['GET', '/messages'],
+      ['GET', '/messages?failed=1'],
+      ['POST', '/receive', { max: 10 }],
+      ['POST', '/ack', { acks: ['r_1'] }],
+      ['POST', '/extend', { leaseId: 'r_1', visibilityMs: 1000 }],
+      ['POST', '/retry-failed', {}],
+      ['POST', '/purge', { confirm: 'jobs' }],
+      ['POST', '/purge', { confirm: 'jobs', failed: true }],
+    ];
+    const engine = emu.engine;
+    const real = engine.getQueue.bind(engine);
+    try {
+      for (const [method, suffix, body] of routes) {
+        const project = fresh('race');
+        const ns = `${project}/dev`;
+        const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'jobs' })).body;
+        // Another client, between this route's lookup by id and its action: the env queue is
+        // deleted and a cache queue with a message takes its name.
+        let armed = true;
+        (engine as { getQueue: typeof real }).getQueue = async (a, actor) => {
+          const info = await real(a, actor);
+          if (armed && 'id' in a && a.id === q.id) {
+            armed = false;
+            await engine.deleteQueue({ namespace: ns, queue: 'jobs' });
+            await engine.push({ namespace: ns, queue: 'jobs', body: 'cache-data', create: 'cache' });
+          }
+          return info;
+        };
+        const r = await call(method, `/v1/queues/${q.id}${suffix}`, body);
+        const what = `${method} ${suffix || '/'} ${JSON.stringify(body ?? '')}`;
+        assert.equal(armed, false, `${what}: the lookup ran`);
+        assert.equal(r.status, 404, `${what}: ${JSON.stringify(r.body)}`);
+        const after = await real({ namespace: ns, queue: 'jobs' });
+        assert.deepEqual([after.dialect, after.counts.ready, after.counts.leased, after.consumer], ['cache', 1, 0, null], what);
+      }
+    } finally {
+      (engine as { getQueue: typeof real }).getQueue = real;
+    }
+  });
+
   it('GET /v1/queues filters by project alone or by environment alone', async () => {
     const project = fresh('p');
     const other = fresh('p');
