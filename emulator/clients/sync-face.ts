@@ -133,6 +133,8 @@ const MAX_LEASE_MS = 12 * 3600 * 1000;
 const DAY = 24 * 3600 * 1000;
 /** The largest epoch ms a Date can hold: the engine's bound on `waitUntil`. */
 const MAX_TIME = 8.64e15;
+/** How many other tenants' queues a handle keeps set up (per-call tenantId). */
+const MAX_SITES = 256;
 /** The DLQ reason of a message this handle's schema refused at receive. */
 export const INVALID_PAYLOAD = 'invalid_payload';
 
@@ -227,18 +229,28 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     return ns;
   }
 
+  /** Other tenants' queues this handle addressed per call, most recent last; at most MAX_SITES. */
   const sites = new Map<string, Site>();
   /** The queue of `tenant` (checked like the handle's tenantId), or of the handle's own tenant. */
   function site(tenant?: unknown): Site {
     const t = tenant === undefined ? tenantId : nameArg(tenant, 'tenantId') ?? tenantId;
+    if (t === tenantId) return home;
     let s = sites.get(t);
-    if (!s) {
-      s = { ref: { namespace: namespaceOf(t), queue: id! }, ensured: null, ready: false, createRefused: null };
-      sites.set(t, s);
+    if (s) {
+      sites.delete(t); // re-inserted below: the least recently used goes first
+    } else {
+      s = newSite(t);
+      // A long-lived handle serving many tenants stays bounded; a forgotten one is set up again on
+      // its next use (one queue.create, which leaves an existing queue as it is).
+      if (sites.size >= MAX_SITES) sites.delete(sites.keys().next().value!);
     }
+    sites.set(t, s);
     return s;
   }
-  const home = site();
+  function newSite(t: string): Site {
+    return { ref: { namespace: namespaceOf(t), queue: id! }, ensured: null, ready: false, createRefused: null };
+  }
+  const home = newSite(tenantId);
 
   /**
    * Creates the queue on first use (sync preset plus this handle's settings); applies them to an

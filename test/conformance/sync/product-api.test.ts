@@ -212,6 +212,19 @@ for (const variant of variants) {
         assert.deepEqual(seen, [1, 2]);
       });
 
+      it('a handle that addresses many tenants keeps working for each, the early ones too', async () => {
+        const id = fresh('many');
+        const q = h.queue({ id, delivery: { defaultLeaseMs: 4000 } });
+        const tenants = Array.from({ length: 300 }, (_, i) => `t${i}-${id}`);
+        for (const tenantId of tenants) await q.send({ data: tenantId, tenantId });
+        for (const tenantId of [tenants[0], tenants[299], tenants[1]]) {
+          const m = (await q.recv({ wait: false, tenantId }))!;
+          assert.equal(m.data, tenantId);
+          assert.equal(m.leaseUntil, h.now() + 4000, "the handle's settings still apply");
+          assert.equal(await m.ack(), true);
+        }
+      });
+
       it('a per-call tenantId is checked like the handle\'s: invalid_argument naming tenantId, nothing sent', async () => {
         const q = h.queue({ id: fresh('tenants') });
         for (const tenantId of ['', 5, 't'.repeat(201), 'a\u0000b']) {
