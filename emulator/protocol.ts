@@ -175,7 +175,8 @@ export interface PushResult {
   deduped: boolean;
 }
 
-export type QueueRef = { namespace: string; queue: string };
+/** `queueId?`: the name must still belong to that very queue, else `not_found` (docs/protocol.md). */
+export type QueueRef = { namespace: string; queue: string; queueId?: string };
 
 /**
  * `dialect`: the queue must be of this dialect; one of another dialect answers `not_found`, as a

@@ -117,19 +117,19 @@ export function throwIfAborted(signal?: AbortSignal): void {
   if (signal?.aborted) throw abortError(signal);
 }
 
-/** An Error (or anything) as text for a nack's `error`. */
+/** An Error (or anything) as text for a nack's `error`. Never throws, whatever was thrown. */
 export function errorText(e: unknown): string | undefined {
-  if (e === undefined || e === null) return undefined;
-  if (e instanceof Error) return e.message || e.name;
-  if (typeof e === 'string') return e;
   try {
-    return JSON.stringify(e);
-  } catch {
-    // An object whose toJSON and toString both throw still gets a name.
+    if (e === undefined || e === null) return undefined;
+    if (e instanceof Error) return e.message || e.name;
+    if (typeof e === 'string') return e;
     try {
-      return String(e);
+      return JSON.stringify(e);
     } catch {
-      return Object.prototype.toString.call(e);
+      return String(e);
     }
+  } catch {
+    // A revoked proxy, a message getter that throws, an object with neither toJSON nor toString.
+    return 'a thrown value with no text';
   }
 }

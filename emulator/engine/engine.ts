@@ -270,9 +270,10 @@ export class Engine {
   private queueRow(ref: Ref, actor?: Actor): QueueRow {
     const ns = v.name(ref.namespace, 'namespace');
     const name = v.name(ref.queue, 'queue');
+    const pinned = v.optStr(ref.queueId, 'queueId', LIMITS.maxNameChars);
     if (actor && actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}", not "${ns}"`);
     const q = this.store.queueByName(ns, name);
-    if (!q || (ref.queueId !== undefined && q.pub_id !== ref.queueId)) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
+    if (!q || (pinned !== undefined && q.pub_id !== pinned)) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
     return q;
   }
 
@@ -463,7 +464,8 @@ export class Engine {
       q = this.queueOf(ref, actor, want);
     } catch (e) {
       // Only a queue that is missing is created; one of another dialect stays not found.
-      if (!(e instanceof QuaysideError) || e.code !== 'not_found' || create === undefined || this.store.queueByName(ref.namespace, ref.queue)) throw e;
+      // Nor is one made when the caller pinned a queue (queueId) that is gone.
+      if (!(e instanceof QuaysideError) || e.code !== 'not_found' || create === undefined || ref.queueId != null || this.store.queueByName(ref.namespace, ref.queue)) throw e;
       q = this.createQueueNow({ namespace: ref.namespace, queue: ref.queue, dialect: create, ifNotExists: true }, actor).row;
     }
     const policy = this.policyOf(q);

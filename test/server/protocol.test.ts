@@ -193,6 +193,27 @@ describe('server: the WebSocket protocol', () => {
     assert.equal((await c.request('queue.get', ref)).counts.ready, 3);
   });
 
+  it('queueId pins an operation to that very queue: another one made under the name is not_found, and push with create makes none', async () => {
+    await c.request('push', { ...ref, body: 1, create: 'cache' });
+    const old = (await c.request('queue.get', ref)).id;
+    // null is "not given"; a wrong type is a bad request naming the field.
+    assert.equal((await c.request('stats', { ...ref, queueId: null as never })).counts.ready, 1);
+    assert.equal((await c.request('stats', { ...ref, queueId: old })).counts.ready, 1);
+    for (const bad of [5, {}]) {
+      const e = await rejects(c.request('stats', { ...ref, queueId: bad as never }));
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /queueId/);
+    }
+    await c.request('queue.delete', ref);
+    assert.equal((await rejects(c.request('push', { ...ref, queueId: old, body: 2, create: 'cache' }))).code, 'not_found');
+    assert.equal((await rejects(c.request('queue.get', ref))).code, 'not_found', 'no queue was made');
+    await c.request('push', { ...ref, body: 3, create: 'cache' });
+    for (const p of [c.request('stats', { ...ref, queueId: old }), c.request('pull', { ...ref, queueId: old }), c.request('purge', { ...ref, queueId: old, confirm: ref.queue })]) {
+      assert.equal((await rejects(p)).code, 'not_found');
+    }
+    assert.equal((await c.request('queue.get', ref)).counts.ready, 1, 'the new queue is untouched');
+  });
+
   it('an in-process emu.clock.advance() resolves after its clock event has reached a subscriber in the same process', async () => {
     const sub = new Connection({ url: emu.url, token: emu.token, client: 'clock-watch' });
     const clockEvents: number[] = [];

@@ -134,9 +134,13 @@ for (const variant of variants) {
             throw new Error('no JSON either');
           },
         });
-        const q = h.queue({ id: fresh('odd-throw'), schema: { parse: () => { throw odd; } } });
-        const e = await rejects(q.send({ data: 1 }));
-        assert.equal(e.code, 'invalid_argument');
+        const revoked = Proxy.revocable({}, {});
+        revoked.revoke();
+        for (const thrown of [odd, revoked.proxy]) {
+          const q = h.queue({ id: fresh('odd-throw'), schema: { parse: () => { throw thrown; } } });
+          const e = await rejects(q.send({ data: 1 }));
+          assert.equal(e.code, 'invalid_argument');
+        }
       });
 
       it('a message the schema refuses does not lengthen a recv: the wait still ends at its timeout on the clock', async () => {
