@@ -358,6 +358,8 @@ export const LIMITS = {
   maxWaitMs: 20 * 60 * 1000,
   /** A dedupe key or ordering key, in characters. */
   maxKeyChars: 512,
+  /** The largest epoch ms a Date can hold: the bound on every instant on the wire (`waitUntil`). */
+  maxEpochMs: 8.64e15,
 };
 
 /**

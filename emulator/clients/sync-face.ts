@@ -131,8 +131,6 @@ const QUEUE_KEYS = ['id', 'tenantId', 'prefix', 'schema', 'limits', 'delivery', 
 const RECV_KEYS = ['wait', 'timeoutMs', 'leaseMs', 'consumerId', 'signal', 'tenantId'];
 const MAX_LEASE_MS = 12 * 3600 * 1000;
 const DAY = 24 * 3600 * 1000;
-/** The largest epoch ms a Date can hold: the engine's bound on `waitUntil`. */
-const MAX_TIME = 8.64e15;
 /** How many other tenants' queues a handle keeps set up (per-call tenantId). */
 const MAX_SITES = 256;
 /** The DLQ reason of a message this handle's schema refused at receive. */
@@ -241,7 +239,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     } else {
       s = newSite(t);
       // A long-lived handle serving many tenants stays bounded; a forgotten one is set up again on
-      // its next use (one queue.create, which leaves an existing queue as it is).
+      // its next use, as on a first use (this handle's settings are written to it again).
       if (sites.size >= MAX_SITES) sites.delete(sites.keys().next().value!);
     }
     sites.set(t, s);
@@ -407,7 +405,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       const clockNow = async () => (await transport.request('clock.now', {}, { signal })).now;
       const several = timeoutMs > LIMITS.maxWaitMs || (schema !== undefined && timeoutMs > 0);
       // At most the largest time the engine takes (a Date's): a huge finite timeout still just waits.
-      const until = several ? Math.min((await clockNow()) + timeoutMs, MAX_TIME) : undefined;
+      const until = several ? Math.min((await clockNow()) + timeoutMs, LIMITS.maxEpochMs) : undefined;
       let waitMs = Math.min(timeoutMs, LIMITS.maxWaitMs);
       for (;;) {
         const args = { ...s.ref, max: 1, leaseMs, waitMs: waitMs || undefined, waitUntil: until, consumerId: who };

@@ -72,7 +72,7 @@ function dialectArg(d: unknown): Dialect | undefined {
 }
 const HALF_HOUR = 30 * TIME.MINUTE;
 /** The largest epoch ms a Date can hold. */
-const MAX_TIME = 8.64e15;
+const MAX_TIME = LIMITS.maxEpochMs;
 const SWEEP_BATCH = 500;
 /** Expired dedupe keys deleted at one step change: at most 10 batches of 1,000. */
 const DEDUPE_SWEEP_ROWS = 1000;

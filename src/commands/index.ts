@@ -13,12 +13,12 @@ import { npmFix, type NpmFixKind } from '../core/npmFix';
 import { workspaceFolders } from '../config';
 import type { TreeNode } from '../tree/model';
 import type { QueueTreeProvider } from '../tree/provider';
-import { confirm, pickNamespace, pickQueue, qname, withProgress, withStatusProgress } from './ui';
+import { confirm, pickNamespace, pickQueue, withProgress, withStatusProgress } from './ui';
 import { NEW_NAMESPACE_LABEL, deadLetterItem, peekItem, type NamespaceItem } from './picks';
 import { messageUri, type MessageDocuments } from '../messageDocs';
 import { checkAttributes, checkDedupeKey } from '../panel/validate';
 import { isPanelTab, type PanelTab } from '../panel/messages';
-import { arrivedNote, deadWords } from '../core/wording';
+import { arrivedNote, deadWords, qname } from '../core/wording';
 import { actOnAllDead, actOnSelectedDead, type DeadAction, type DeadUi } from '../core/deadLetters';
 
 export interface CommandContext {

@@ -65,4 +65,3 @@ export function withStatusProgress<T>(title: string, task: () => Promise<T>): Pr
   return Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title }, task));
 }
 
-export const qname = (r: QueueRef) => `${r.namespace}/${r.queue}`;

@@ -5,7 +5,7 @@
 // callers share one flow and one wording.
 import type { Dialect, QueueRef } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
-import { deadWords, plural } from './wording';
+import { deadWords, plural, qname } from './wording';
 
 /** `dead.list` pages hold at most 1000 (docs/protocol.md). */
 export const DEAD_LIST_PAGE = 1000;
@@ -90,15 +90,13 @@ export interface DeadUi {
 /** Undefined when the user said no. `listed`: how many the confirmation counted (0: none, nothing asked). */
 export type DeadAllResult = { listed: number; done: number; arrived?: number } | undefined;
 
-const queueName = (ref: QueueRef) => `${ref.namespace}/${ref.queue}`;
-
 /**
  * Replay or purge "all": list the ids, confirm with their count (none: nothing to ask), then act on
  * just those with progress; `arrived` as for actOnListed.
  */
 export async function actOnAllDead(t: Transport, ref: QueueRef, action: DeadAction, dialect: Dialect | undefined, ui: DeadUi): Promise<DeadAllResult> {
   const w = deadWords(dialect);
-  const name = queueName(ref);
+  const name = qname(ref);
   const replay = action === 'replay';
   // Listing is said only when it takes several pages (one is too quick to show).
   const list = () => listDeadIds(t, ref, { report: (done, total) => void (total > DEAD_LIST_PAGE && ui.progress?.('Listing', done, total)) });
@@ -130,7 +128,7 @@ export async function actOnSelectedDead(
   const w = deadWords(dialect);
   const unique = [...new Set(ids)];
   const what = plural(unique.length, w.one, w.many);
-  const name = queueName(ref);
+  const name = qname(ref);
   if (action === 'purge' && !(await ui.confirm(`Discard ${what} from ${name}?`, 'They are deleted for good. This cannot be undone.', 'Discard'))) return undefined;
   const label = action === 'replay' ? 'Replaying' : 'Discarding';
   const run = async (progress?: DeadProgress) => ({ done: (await actOnDeadIds(t, ref, action, unique, sink(ui, label, progress))).done });

@@ -1,6 +1,9 @@
 // How the extension words counts and dead letters, in the tree, the palette, the panel and its
 // webview alike. Pure functions: the webview bundle imports this too.
-import type { Dialect } from '../../emulator/protocol';
+import type { Dialect, QueueRef } from '../../emulator/protocol';
+
+/** "shop/orders": a queue as the palette and the dialogs name it. */
+export const qname = (r: QueueRef) => `${r.namespace}/${r.queue}`;
 
 /** What a dialect calls its dead letters (env: "Failed", as the tree says), in every place that names them. */
 export function deadWords(dialect: Dialect | undefined) {
