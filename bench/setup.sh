@@ -4,7 +4,9 @@
 #   - Debian's redis-server via apt, skipped when a redis-server binary is already there;
 #   - pg-boss and Debian's `postgresql` only with BENCH_PGBOSS=1 (opt-in, not benchmarked yet) and
 #     only if it is missing.
-# The repo's own package.json, lock file and node_modules are never touched.
+# The repo's own dependencies are installed with `npm ci` only when they are missing (a fresh
+# clone where nobody ran `npm install` yet: the bench needs tsx and the emulator's own modules);
+# the repo's package.json and lock file are never touched.
 # Env: BENCH_SKIP_APT=1 skips apt (a machine without root); BENCH_PGBOSS=1 also installs pg-boss
 # and PostgreSQL (no adapter uses them yet).
 set -euo pipefail
@@ -20,6 +22,12 @@ NPM_PKGS=(
 if [ "${BENCH_PGBOSS:-0}" != "0" ]; then NPM_PKGS+=("pg-boss@10.4.2"); fi
 
 log() { echo "bench/setup: $*" >&2; }
+
+# ---- the repo's own dependencies -------------------------------------------------------------
+if [ ! -x node_modules/.bin/tsx ] || [ ! -d node_modules/better-sqlite3 ]; then
+  log "the project's dependencies are missing: npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
 
 # ---- npm peers -------------------------------------------------------------------------------
 have_all=1
