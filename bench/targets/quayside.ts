@@ -47,9 +47,14 @@ export interface StartedCli {
   startMs: number;
 }
 
-/** Runs `quayside start` and waits for its JSON `listening` event. */
+/**
+ * Runs `quayside start` and waits for its JSON `listening` event. Node runs with the flags the
+ * emulator ships with (the bin's shebang, `npm start` and the extension pass the same), then
+ * `nodeArgs` (a profiler's, say).
+ */
 export async function startCli(opts: { dataDir?: string; memory?: boolean; extraArgs?: string[]; nodeArgs?: string[] }): Promise<StartedCli> {
-  const args = [...(opts.nodeArgs ?? []), cliPath(), 'start', '--port', '0', '--json', ...(opts.memory ? ['--memory'] : ['--data', opts.dataDir!]), ...(opts.extraArgs ?? [])];
+  const shipped = loadBuilt<typeof import('../../emulator/node-flags')>('emulator/node-flags.js').EMULATOR_NODE_FLAGS;
+  const args = [...shipped, ...(opts.nodeArgs ?? []), cliPath(), 'start', '--port', '0', '--json', ...(opts.memory ? ['--memory'] : ['--data', opts.dataDir!]), ...(opts.extraArgs ?? [])];
   const t0 = now();
   const proc = startProc(process.execPath, args, { cwd: opts.dataDir ?? ROOT });
   const line = await proc.waitForLine(/"event":"(listening|error)"/, 120_000);

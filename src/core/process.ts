@@ -8,6 +8,7 @@ import { LineSplitter, classifyStderr, hostPort, parseCliLine } from './cliOutpu
 import { formatDuration } from './duration';
 import { LaunchError, type Endpoint, type ExitInfo, type Instance } from './lifecycle';
 import { MIN_NODE_MAJOR, nodeMajor, type EmulatorSource } from './locate';
+import { EMULATOR_NODE_FLAGS } from '../../emulator/node-flags';
 
 export interface SpawnOptions {
   nodePath: string;
@@ -32,7 +33,7 @@ export interface SpawnOptions {
 }
 
 export function cliArgs(o: SpawnOptions): string[] {
-  const args = [o.cliPath, 'start', '--port', String(o.port), '--host', o.host ?? '127.0.0.1'];
+  const args = [...EMULATOR_NODE_FLAGS, o.cliPath, 'start', '--port', String(o.port), '--host', o.host ?? '127.0.0.1'];
   if (o.memory) args.push('--memory');
   else if (o.dataDir) args.push('--data', o.dataDir);
   args.push('--token', o.token);

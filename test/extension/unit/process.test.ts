@@ -25,9 +25,9 @@ function run(mode: string, extra: Partial<Parameters<typeof spawnEmulator>[0]> =
 describe('extension: the emulator child process', () => {
   it('passes the CLI contract flags', () => {
     assert.deepEqual(cliArgs({ nodePath: 'node', cliPath: '/x/cli.js', port: 7433, dataDir: '/w/.quayside', token: 't', clock: 'virtual' }), [
-      '/x/cli.js', 'start', '--port', '7433', '--host', '127.0.0.1', '--data', '/w/.quayside', '--token', 't', '--clock', 'virtual', '--json', '--exit-with-parent',
+      '--max-semi-space-size=4', '/x/cli.js', 'start', '--port', '7433', '--host', '127.0.0.1', '--data', '/w/.quayside', '--token', 't', '--clock', 'virtual', '--json', '--exit-with-parent',
     ]);
-    assert.deepEqual(cliArgs({ nodePath: 'node', cliPath: 'c', port: 0, memory: true, dataDir: '/ignored', token: 't' }).slice(5), ['127.0.0.1', '--memory', '--token', 't', '--json', '--exit-with-parent']);
+    assert.deepEqual(cliArgs({ nodePath: 'node', cliPath: 'c', port: 0, memory: true, dataDir: '/ignored', token: 't' }).slice(6), ['127.0.0.1', '--memory', '--token', 't', '--json', '--exit-with-parent']);
   });
 
   it('resolves ready from the listening line, logs the rest, and ends when stdin closes', async () => {
