@@ -74,7 +74,7 @@ export class BackgroundCheckpointer {
     opts: CheckpointerOptions = {},
   ) {
     this.minCommits = opts.minCommits ?? 16;
-    this.minIntervalMs = opts.minIntervalMs ?? 25;
+    this.minIntervalMs = opts.minIntervalMs ?? 100;
   }
 
   /** Checkpoints the worker has finished. */
