@@ -72,12 +72,12 @@ async function main(): Promise<void> {
     await t.stop();
   }
   }
-  // One profile per thread (CPU.<date>.<time>.<pid>.<thread>.<seq>): the checkpoint worker's
+  // One profile per thread (CPU.<date>.<time>.<pid>.<thread>.<seq>): any worker thread's
   // first, the main thread's last, where a `| tail` finds it.
   const thread = (f: string) => Number(f.split('.')[4] ?? 0);
   const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort((a, b) => thread(b) - thread(a));
   for (const f of files) {
-    const who = thread(f) === 0 ? 'main thread' : `worker thread ${thread(f)} (the WAL checkpoint)`;
+    const who = thread(f) === 0 ? 'main thread' : `worker thread ${thread(f)}`;
     process.stdout.write(`${who}: ${path.join(dir, f)}\n${summarize(path.join(dir, f))}\n`);
   }
   killAllChildrenSync();

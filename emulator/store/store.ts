@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { BackgroundCheckpointer, type CheckpointerOptions } from './checkpointer';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './schema';
 import { DEAD, LEASED, WAITING, type AuditRow, type DueRow, type LagRow, type MessageRow, type NamespaceRow, type NewMessage, type QueueRow, type QueueStore, type TokenRow } from './boundary';
 
@@ -46,8 +45,6 @@ export interface StoreOptions {
   /** A directory holding `quayside.db`, or null for an in-memory database. */
   dataDir: string | null;
   durability?: 'normal' | 'full';
-  /** When the background checkpoint thread is asked (tests shorten it); `false` runs none. */
-  checkpointer?: CheckpointerOptions | false;
 }
 
 export const DB_FILE = 'quayside.db';
@@ -82,8 +79,6 @@ const MESSAGE_ID_BLOCK = 1000;
 export class Store implements QueueStore {
   readonly db: Database.Database;
   readonly file: string | null;
-  /** Copies the WAL into the file from another thread (data directories only). */
-  readonly checkpointer: BackgroundCheckpointer | null;
   private s: ReturnType<Store['prepare']>;
 
   /** The data directory's lock while this store holds it (see lockDataDir). */
@@ -115,8 +110,6 @@ export class Store implements QueueStore {
       this.migrate();
       this.s = this.prepare();
       this.loadQueues();
-      this.checkpointer =
-        this.file && opts.checkpointer !== false ? new BackgroundCheckpointer(this.file, require.resolve('better-sqlite3'), opts.checkpointer || {}) : null;
     } catch (e) {
       this.db.close();
       this.unlock();
@@ -392,7 +385,6 @@ export class Store implements QueueStore {
       else {
         this.s.commit.run();
         this.undo.length = 0;
-        this.checkpointer?.afterCommit();
       }
       return result;
     } catch (e) {
@@ -534,8 +526,6 @@ export class Store implements QueueStore {
     } catch {
       // Cannot write now (disk full): the flag is still set, and the next open counts again.
     }
-    // The worker's connection closes first, so this one is the last and SQLite removes the WAL.
-    this.checkpointer?.close();
     this.db.close();
     this.unlock();
   }
