@@ -4,8 +4,8 @@
  * process and leaves its flags alone.)
  *
  * The young generation is capped at 4 MiB a semi-space; V8's default grows it to 16 under load.
- * The emulator's garbage is short-lived request frames and rows, so the smaller nursery cost no
- * throughput in the bench, and the resident set with a million messages queued fell from about
- * 126 to 98 MB (docs/benchmarks.md).
+ * The emulator's garbage is short-lived request frames and rows: the smaller nursery costs 2–3 %
+ * more time in GC under consume + ack and no rate the bench could tell apart, and the resident set
+ * with a million messages queued fell from about 126 to 98 MB (bench/LIMITS.md).
  */
 export const EMULATOR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];
