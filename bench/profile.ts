@@ -72,14 +72,8 @@ async function main(): Promise<void> {
     await t.stop();
   }
   }
-  // One profile per thread (CPU.<date>.<time>.<pid>.<thread>.<seq>): any worker thread's
-  // first, the main thread's last, where a `| tail` finds it.
-  const thread = (f: string) => Number(f.split('.')[4] ?? 0);
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort((a, b) => thread(b) - thread(a));
-  for (const f of files) {
-    const who = thread(f) === 0 ? 'main thread' : `worker thread ${thread(f)}`;
-    process.stdout.write(`${who}: ${path.join(dir, f)}\n${summarize(path.join(dir, f))}\n`);
-  }
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  for (const f of files) process.stdout.write(`${path.join(dir, f)}\n${summarize(path.join(dir, f))}\n`);
   killAllChildrenSync();
 }
 
