@@ -372,4 +372,32 @@ export function nameProblem(name: string): string | null {
   return null;
 }
 
+/**
+ * Where a value holds a number JSON cannot carry (NaN, Infinity), as a path completing "<field>…"
+ * ("", ".a", "[2].b"), or null. JSON.stringify writes them as null without a word, so a body would
+ * arrive changed. Shared by the faces (before sending) and the engine (in-process callers).
+ */
+export function nonFiniteAt(v: unknown, ancestors: object[] = []): string | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? null : '';
+  if (typeof v !== 'object' || v === null || ancestors.includes(v)) return null; // a cycle is refused when encoded
+  if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return null; // a Date, or a value that says how it is written
+  ancestors.push(v);
+  try {
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const at = nonFiniteAt(v[i], ancestors);
+        if (at !== null) return `[${i}]${at}`;
+      }
+      return null;
+    }
+    for (const k of Object.keys(v)) {
+      const at = nonFiniteAt((v as Record<string, unknown>)[k], ancestors);
+      if (at !== null) return `${/^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`}${at}`;
+    }
+    return null;
+  } finally {
+    ancestors.pop();
+  }
+}
+
 export const DEFAULT_PORT = 7433;

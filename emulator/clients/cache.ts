@@ -192,6 +192,16 @@ function idsOf(o: { ids?: unknown } | undefined): string[] | undefined {
   return o.ids;
 }
 
+/**
+ * The queue's delay limit is the engine's to check (a queue may set its own), and it speaks in
+ * delayMs; this face's callers gave delaySeconds, so its refusal is restated in their terms.
+ */
+function inSeconds(e: unknown, delayMs: number | undefined): unknown {
+  const over = e instanceof QuaysideError && e.code === 'invalid_argument' && delayMs !== undefined ? /^delayMs must be at most (\d+)/.exec(e.message) : null;
+  if (!over) return e;
+  return invalidArg(`delaySeconds must be at most ${Number(over[1]) / 1000} (the queue's delay limit), got ${delayMs! / 1000}`, { field: 'delaySeconds' });
+}
+
 function receiptArg(r: unknown): string {
   if (typeof r !== 'string' || r.length === 0) throw invalidArg('a receipt must be the non-empty string a pulled message carries (msg.receipt)');
   return r;
@@ -242,7 +252,9 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
       const dedupeKey = optString(o.dedupeKey, 'dedupeKey');
       if (body === undefined) throw invalidArg('push(body) needs a body (any JSON value)');
       jsonValue(body, 'body');
-      const r = await t().request('push', { ...ref, body, delayMs, dedupeKey, create: 'cache' });
+      const r = await t().request('push', { ...ref, body, delayMs, dedupeKey, create: 'cache' }).catch((e) => {
+        throw inSeconds(e, delayMs);
+      });
       return { id: r.id, deduped: r.deduped };
     },
 

@@ -465,6 +465,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       onlyKeys(o as unknown as Record<string, unknown>, ['data', 'delayMs', 'idempotencyKey', 'idempotencyTtlMs', 'orderingKey', 'meta', 'tenantId'], 'send');
       if (o.data === undefined) throw invalidArg('send() needs data (any JSON value)');
       jsonValue(o.data, 'data');
+      if (o.meta !== undefined && o.meta !== null) jsonValue(o.meta, 'meta');
       if (schema) {
         // Validated at send. What is stored is the data as sent (the schema's input): the receiver
         // parses it again, so a transforming schema runs once, on the consumer's side.

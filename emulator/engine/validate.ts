@@ -1,5 +1,5 @@
 import { invalid } from '../errors';
-import { LIMITS, nameProblem } from '../protocol';
+import { LIMITS, nameProblem, nonFiniteAt } from '../protocol';
 
 // Argument checks shared by every operation: each names the field and what was wrong.
 
@@ -64,6 +64,12 @@ export function serialise(v: unknown, what: string): string {
     throw invalid(`${what} is not JSON-serialisable: ${(e as Error).message}`);
   }
   if (text === undefined) throw invalid(`${what} is not a JSON value`);
+  // NaN and Infinity come out as null (only from callers in this process: JSON.parse never makes
+  // them). Looked for only when the text has a null, so a plain body pays nothing.
+  if (text.includes('null')) {
+    const at = nonFiniteAt(v);
+    if (at !== null) throw invalid(`${what}${at} is not a JSON value: JSON has no NaN or Infinity`);
+  }
   return text;
 }
 

@@ -197,6 +197,47 @@ describe('clients: bodies JSON cannot carry', function () {
     assert.equal((await q.stats()).depth, 0);
   });
 
+  it('NaN and Infinity, which JSON would turn into null, are refused by every face naming where they sit; nothing is sent', async () => {
+    const q = cache.queue('nonfinite');
+    const env = createEnv({ project: fresh('nonfinite'), environment: 'dev', transport: conn });
+    const s = remote.queue({ id: fresh('nonfinite'), transport: conn });
+    await q.stats();
+    const ops = await framesSentDuring(async () => {
+      for (const [call, re] of [
+        [() => q.push(NaN), /^body is not a JSON value: JSON has no NaN or Infinity/],
+        [() => q.push({ a: [1, { b: Infinity }] }), /^body\.a\[1\]\.b is not a JSON value/],
+        [() => q.push({ 'odd key': -Infinity }), /^body\["odd key"\] is not a JSON value/],
+        [() => env.queue.send('jobs', { n: NaN }), /^body\.n is not a JSON value/],
+        [() => env.queue.sendBatch('jobs', [{ body: 1 }, { body: [NaN] }]), /^messages\[1\]\.body\[0\] is not a JSON value/],
+        [() => s.send({ data: { x: NaN } }), /data\.x is not a JSON value/],
+        [() => s.send({ data: 1, meta: { y: Infinity } }), /meta\.y is not a JSON value/],
+      ] as const) {
+        const e = await rejects(call());
+        assert.equal(e.code, 'invalid_argument', String(e));
+        assert.match(e.message, re);
+      }
+    });
+    assert.deepEqual(ops, [], 'nothing was sent');
+    // A Date (written by its toJSON) and a null in a body are JSON, and go through.
+    await q.push({ at: new Date(0), none: null, n: 1.5 });
+    assert.deepEqual((await q.pull())[0].body, { at: '1970-01-01T00:00:00.000Z', none: null, n: 1.5 });
+  });
+
+  it('the engine, called in this process, refuses NaN and Infinity too (over the wire they cannot arrive)', async () => {
+    const ns = fresh('nonfinite-engine');
+    for (const [args, re] of [
+      [{ body: { a: NaN } }, /^body\.a is not a JSON value/],
+      [{ body: 1, meta: [Infinity] }, /^meta\[0\] is not a JSON value/],
+    ] as const) {
+      const e = await rejects(emu.engine.push({ namespace: ns, queue: 'q', create: 'cache', ...args }));
+      assert.equal((e as QuaysideError).code, 'invalid_argument');
+      assert.match(e.message, re);
+    }
+    const ok = await emu.engine.push({ namespace: ns, queue: 'q', create: 'cache', body: { a: null } });
+    assert.equal(ok.deduped, false);
+    assert.equal((await emu.engine.stats({ namespace: ns, queue: 'q' })).counts.depth, 1, 'only the good push was kept');
+  });
+
   it('sync over the emulator: a BigInt in data or a cycle in meta is invalid_argument naming the field', async () => {
     const s = remote.queue({ id: fresh('json'), transport: conn });
     const e1 = await rejects(s.send({ data: 1n }));

@@ -144,7 +144,9 @@ describe('conformance: cache (seeds/000)', function () {
       await q.push('in a day', { delaySeconds: 24 * 3600 });
       const err = await rejects(q.push('too late', { delaySeconds: 7 * 24 * 3600 + 1 }));
       assert.equal(err.code, 'invalid_argument');
-      assert.match(err.message, /delay/);
+      // In the caller's own terms: the option it passed, in seconds.
+      assert.match(err.message, /^delaySeconds must be at most 604800 \(the queue's delay limit\), got 604801$/);
+      assert.deepEqual(err.details, { field: 'delaySeconds' });
       assert.deepEqual([(await q.stats()).delayed, (await q.stats()).depth], [1, 1]);
       await emu.clock.advance(24 * HOUR);
       assert.deepEqual((await q.pull()).map((m) => m.body), ['in a day']);
