@@ -89,13 +89,13 @@ function flag(args: Args, name: string, alias?: string): string | undefined {
 
 /**
  * `--ids m_1,m_2`: the messages to act on. Given but empty (`--ids=`) is a usage error, not "all":
- * without ids, replay and purge-dead act on every dead letter.
+ * without ids, replay takes the oldest 100 dead letters (or --max) and purge-dead deletes them all.
  */
 function idsFlag(args: Args): string[] | undefined {
   const v = flag(args, 'ids');
   if (v === undefined) return undefined;
   const ids = v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
-  if (ids.length === 0) throw new UsageError('--ids needs at least one message id (m_1,m_2); leave it out to act on all');
+  if (ids.length === 0) throw new UsageError('--ids needs at least one message id (m_1,m_2); leave it out to act on the oldest (replay) or all (purge-dead)');
   return ids;
 }
 
