@@ -210,7 +210,10 @@ const CONSUMER_KEYS: readonly (keyof RunConsumerOptions)[] = [
 ];
 
 export interface RunningConsumer {
-  /** Stops taking batches, waits for the ones in hand (and their waitUntil work), and detaches. */
+  /**
+   * Stops taking batches, waits for the ones in hand (and their waitUntil work), and detaches. A
+   * batch whose lease has ended (the emulator timed it out) is not waited for.
+   */
   stop(): Promise<void>;
 }
 
@@ -250,10 +253,10 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
   let attaching = true;
   let stopped = false;
   const early: DeliverEvent[] = [];
-  const inFlight = new Set<Promise<void>>();
-  const background = new Set<Promise<unknown>>();
+  /** Batches in hand: the handler, its settles and its waitUntil work; and when its lease ends (emulator time). */
+  const inHand = new Set<{ work: Promise<void>; leaseUntil: number }>();
 
-  async function handle(ev: DeliverEvent): Promise<void> {
+  async function handle(ev: DeliverEvent, background: Set<Promise<unknown>>): Promise<void> {
     const settled = new Map<string, Settle>();
     const sends: Promise<unknown>[] = [];
     const byId = new Map<string, Delivery>(ev.messages.map((d) => [d.id, d]));
@@ -314,9 +317,33 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
   }
 
   function run(ev: DeliverEvent): void {
-    const p = handle(ev).catch((e) => onError(e, { queue: slug, messages: [], ackAll() {}, retryAll() {} }));
-    inFlight.add(p);
-    void p.finally(() => inFlight.delete(p));
+    const background = new Set<Promise<unknown>>();
+    const work = handle(ev, background)
+      .catch((e) => onError(e, { queue: slug, messages: [], ackAll() {}, retryAll() {} }))
+      .then(async () => {
+        while (background.size > 0) await Promise.all([...background]); // waitUntil may add more while it runs
+      });
+    const h = { work, leaseUntil: Math.max(...ev.messages.map((d) => d.leaseUntil)) };
+    inHand.add(h);
+    void work.finally(() => inHand.delete(h));
+  }
+
+  /**
+   * Waits for a batch in hand, but not past the end of its lease: by then the emulator has timed it
+   * out (its messages go back, or to the failed area), as the platform stops such an invocation,
+   * so a handler that never returns cannot hold stop() forever. The lease is in the emulator's
+   * time (a virtual clock moves only when advanced), so it is asked, at most once a second.
+   */
+  async function finishOrTimeOut(h: { work: Promise<void>; leaseUntil: number }): Promise<void> {
+    let done = false;
+    void h.work.then(() => (done = true));
+    for (;;) {
+      const now = await transport.request('clock.now', {}).then((r) => r.now, () => Date.now());
+      if (done || now >= h.leaseUntil) return;
+      const wake = new AbortController();
+      await Promise.race([h.work, pause(Math.min(h.leaseUntil - now, 1000), wake.signal)]);
+      wake.abort();
+    }
   }
 
   const offEvent = transport.onEvent((e: ServerEvent) => {
@@ -387,10 +414,9 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     if (stopped) return;
     stopped = true;
     offReconnect();
-    // Detach first so no new batch comes; then finish what is in hand.
+    // Detach first so no new batch comes; then finish what is in hand (up to its lease end).
     if (consumerId) await transport.request('consumer.detach', { consumer: consumerId }).catch(() => {});
-    await Promise.all([...inFlight]);
-    await Promise.all([...background]);
+    await Promise.all([...inHand].map(finishOrTimeOut));
     offEvent();
     if (owned) await transport.close();
   }

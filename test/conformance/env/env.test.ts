@@ -316,6 +316,24 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal(finished, true);
     });
 
+    it('stop() waits for a batch in hand until its lease ends, not for a handler that never returns', async () => {
+      const q = await createQueue('hung');
+      await env.queue.send('hung', 'stuck');
+      let calls = 0;
+      const c = await consume({ queue: () => { calls++; return new Promise(() => {}); } }, 'hung', { maxBatchSize: 1, visibilityMs: 10 * SECOND });
+      await emu.clock.advance(0);
+      await until(() => calls === 1, 'the batch in hand');
+      let stopped = false;
+      const stopping = c.stop().then(() => (stopped = true));
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(stopped, false, 'within its lease the batch is waited for');
+      await emu.clock.advance(10 * SECOND); // the lease ends: the emulator times the batch out
+      await stopping;
+      assert.equal(calls, 1);
+      const peek = await api('GET', `/v1/queues/${q.id}/messages`);
+      assert.deepEqual(peek.body.messages.map((m: { body: unknown; state: string; attempts: number }) => [m.body, m.state, m.attempts]), [['stuck', 'ready', 1]]);
+    });
+
     it('runConsumer stops when its signal aborts', async () => {
       await createQueue('signal');
       const ac = new AbortController();
