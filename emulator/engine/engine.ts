@@ -481,7 +481,9 @@ export class Engine {
       const m = v.obj(raw, items.length > 1 ? `messages[${i}]` : 'message');
       const body = v.serialise(m.body, `${at}body`);
       const meta = m.meta === undefined || m.meta === null ? undefined : v.serialise(m.meta, `${at}meta`);
-      const size = Buffer.byteLength(body, 'utf8');
+      const contentType = v.optStr(m.contentType, `${at}contentType`, 200);
+      // A bytes body travels as base64 text: what counts is the bytes the sender gave.
+      const size = contentType === 'bytes' && typeof m.body === 'string' ? Buffer.byteLength(m.body, 'base64') : Buffer.byteLength(body, 'utf8');
       const measured = size + (meta ? Buffer.byteLength(meta, 'utf8') : 0);
       if (measured > policy.maxPayloadBytes) {
         throw new QuaysideError('payload_too_large', `${at}body is ${measured} bytes; the limit of queue "${q.name}" is ${policy.maxPayloadBytes} bytes`, { details: { size: measured, limit: policy.maxPayloadBytes } });
@@ -491,7 +493,6 @@ export class Engine {
       const ttl = v.optInt(m.dedupeTtlMs, `${at}dedupeTtlMs`, 1, 365 * TIME.DAY) ?? policy.dedupeTtlMs;
       const attributes = v.optRecord(m.attributes, `${at}attributes`);
       if (attributes) v.serialise(attributes, `${at}attributes`);
-      const contentType = v.optStr(m.contentType, `${at}contentType`, 200);
       const orderingKey = v.optStr(m.orderingKey, `${at}orderingKey`, LIMITS.maxKeyChars);
       if (dedupeKey !== undefined) {
         const owner = this.store.dedupeOwner(q.id, dedupeKey, now);

@@ -606,6 +606,18 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual([got.depth, got.bytes], [2, 6]);
     });
 
+    it('a bytes body counts the bytes sent, not their base64: 128 KB of bytes fit, one more is payload_too_large', async () => {
+      const q = await createQueue('raw', { maxBytes: 200 * 1024 });
+      await env.queue.send('raw', new Uint8Array(128 * 1024).fill(7), { contentType: 'bytes' });
+      const e = await rejects(env.queue.send('raw', new Uint8Array(128 * 1024 + 1), { contentType: 'bytes' }));
+      assert.equal(e.code, 'payload_too_large');
+      assert.match(e.message, /body is 131073 bytes; the limit of queue "raw" is 131072 bytes/);
+      // Over HTTP too, and the counts hold the bytes.
+      const http = await api('POST', `/v1/queues/${q.id}/messages`, { body: Buffer.from('hello').toString('base64'), contentType: 'bytes' });
+      assert.equal(http.status, 201);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.bytes, 128 * 1024 + 5);
+    });
+
     it('a queue of another dialect in the same project and environment is not found for send, sendBatch and runConsumer, as a missing slug', async () => {
       const cache = createCache({ url: emu.url, token: emu.token, namespace: `${project}/${environment}` });
       try {
