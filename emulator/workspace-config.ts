@@ -161,7 +161,7 @@ export async function applyWorkspacePlan(engine: Engine, plan: Planned[]): Promi
       const have = cur?.consumer ?? null;
       // Compared as it will be set (defaults for what the file leaves out), so a setting removed
       // from the file returns to its default, as for policies.
-      const full = want === null ? null : consumerSettings(want as unknown as Record<string, unknown>);
+      const full = want === null ? null : consumerSettings(want as unknown as Record<string, unknown>, p.policy.leaseMs);
       const differs = full === null ? have !== null : !have || Object.entries(full).some(([k, v]) => (have as unknown as Record<string, unknown>)[k] !== v);
       if (differs) {
         await engine.setConsumer({ ...ref, consumer: want }, SYSTEM_ACTOR);

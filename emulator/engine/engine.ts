@@ -940,7 +940,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueOf(args, actor, args.dialect);
       if (q.dialect !== 'env') throw conflict(`queue "${q.name}" is a ${q.dialect} queue; only env queues have consumer apps`);
-      const next = args.consumer === null ? null : consumerSettings(v.obj(args.consumer, 'consumer'));
+      const next = args.consumer === null ? null : consumerSettings(v.obj(args.consumer, 'consumer'), this.policyOf(q).leaseMs);
       this.store.setConsumer(q.id, next ? JSON.stringify(next) : null);
       this.policies.delete(q.id);
       this.note(q, 'queue_updated', []);

@@ -59,12 +59,11 @@ export const PRESETS: Record<Dialect, QueuePolicy> = {
   },
 };
 
-/** env push-consumer defaults. */
-export const CONSUMER_DEFAULTS: Omit<ConsumerSettings, 'appId'> = {
+/** env push-consumer defaults. visibilityMs: the queue's own (`leaseMs`, 30 s unless the queue set it). */
+export const CONSUMER_DEFAULTS: Omit<ConsumerSettings, 'appId' | 'visibilityMs'> = {
   maxBatchSize: 10,
   maxBatchTimeoutMs: 5000,
   maxConcurrency: 1,
-  visibilityMs: 30 * SECOND,
 };
 
 export const DIALECTS: readonly Dialect[] = ['cache', 'env', 'sync'];
@@ -114,10 +113,11 @@ export function mergePolicy(base: QueuePolicy, patch: unknown): QueuePolicy {
 /**
  * A consumer's settings as set: the defaults plus what is given. Setting a consumer replaces the
  * previous settings (as PUT does and as the console would), so a setting left out is the default.
+ * The lease defaults to the queue's (`leaseMs`, which its `visibilityMs` sets), read at this moment.
  */
-export function consumerSettings(patch: Record<string, unknown>): ConsumerSettings {
+export function consumerSettings(patch: Record<string, unknown>, queueLeaseMs: number): ConsumerSettings {
   if (typeof patch.appId !== 'string' || patch.appId.length === 0 || patch.appId.length > 200) throw invalid('consumer.appId must be a non-empty string of at most 200 characters');
-  const out: ConsumerSettings = { ...CONSUMER_DEFAULTS, appId: patch.appId };
+  const out: ConsumerSettings = { ...CONSUMER_DEFAULTS, visibilityMs: queueLeaseMs, appId: patch.appId };
   const ranges: Record<string, [number, number]> = {
     maxBatchSize: [1, 100],
     maxBatchTimeoutMs: [0, 60_000],

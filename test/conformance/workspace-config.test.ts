@@ -59,6 +59,12 @@ describe('workspace config (quayside.json)', () => {
     assert.deepEqual(third.map((o) => o.action), ['unchanged', 'updated', 'unchanged']);
     assert.equal((await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' })).consumer?.maxBatchSize, 10);
     assert.deepEqual((await applyWorkspaceConfig(emu.engine, write('b2.json', noBatch))).map((o) => o.action), ['unchanged', 'unchanged', 'unchanged']);
+    // The consumer's lease follows the queue's visibilityMs when the file gives it none.
+    const longer = structuredClone(noBatch);
+    (longer.env[0] as Record<string, unknown>).visibilityMs = 45000;
+    assert.deepEqual((await applyWorkspaceConfig(emu.engine, write('b3.json', longer))).map((o) => o.action), ['unchanged', 'updated', 'unchanged']);
+    assert.equal((await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' })).consumer?.visibilityMs, 45000);
+    assert.deepEqual((await applyWorkspaceConfig(emu.engine, write('b3.json', longer))).map((o) => o.action), ['unchanged', 'unchanged', 'unchanged']);
   });
 
   it('startEmulator({ config }) applies a file or an object at start; a bad one starts nothing, a conflict closes what started', async () => {

@@ -258,6 +258,24 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual((await api('GET', `/v1/queues/${q.id}`)).body.consumer, { appId: 'w', maxBatchSize: 7, maxBatchTimeoutMs: 1234, maxConcurrency: 3, visibilityMs: 9000 });
     });
 
+    it("a consumer set without visibilityMs leases for the queue's own visibilityMs", async () => {
+      const q = await createQueue('long-lease', { visibilityMs: 60 * SECOND });
+      await env.queue.send('long-lease', 'slow');
+      const attempts: number[] = [];
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r)); // let go at the end, so stop() has nothing in hand
+      await consume({ queue: async (b: MessageBatch) => { attempts.push(b.messages[0].attempts); await held; } }, 'long-lease', { maxBatchSize: 1 });
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.consumer.visibilityMs, 60 * SECOND);
+      await emu.clock.advance(0);
+      await until(() => attempts.length === 1, 'the first delivery');
+      await emu.clock.advance(59 * SECOND);
+      assert.deepEqual(attempts, [1], 'still leased after 59 s');
+      await emu.clock.advance(1 * SECOND);
+      await until(() => attempts.length === 2, 'the second delivery, after 60 s');
+      assert.deepEqual(attempts, [1, 2]);
+      release();
+    });
+
     it('a batch is delivered when it reaches maxBatchSize messages or its oldest message is maxBatchTimeoutMs old', async () => {
       await createQueue('timing');
       const sizes: number[] = [];
