@@ -255,7 +255,7 @@ export interface Ops {
    * on the emulator's clock) ends the wait then if that comes first; once it has passed, the pull
    * answers `[]` at once and leases nothing (a client's wait of several holds keeps one deadline).
    */
-  pull: { args: QueueRef & { max?: number; leaseMs?: number; waitMs?: number; waitUntil?: number; consumerId?: string }; result: { messages: Delivery[] } };
+  pull: { args: QueueRef & { max?: number; leaseMs?: number; waitMs?: number; waitUntil?: number; consumerId?: string }; result: { messages: Delivery[]; leaseMs: number } };
   // Settles may name the queue (both namespace and queue): a receipt of another queue is then stale.
   ack: { args: { receipt: string } & Partial<QueueRef>; result: { ok: boolean } };
   'ack.batch': { args: { receipts: string[] } & Partial<QueueRef>; result: { acked: number; stale: number } };

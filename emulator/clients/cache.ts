@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, LagStep, MessageView, QueueCounts } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optString, pause, throwIfAborted } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optSignal, optString, pause, throwIfAborted } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -228,8 +228,9 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
     const max = optCount(o.max, 'max', 1, 1000) ?? 1;
     const leaseMs = optSeconds(o.visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
     const waitMs = optSeconds(o.waitMs === undefined ? undefined : o.waitMs / 1000, 'waitMs', { max: 20 * 60 });
-    throwIfAborted(o.signal);
-    const r = await t().request('pull', { ...ref, max, leaseMs, waitMs: waitMs || undefined }, { signal: o.signal });
+    const signal = optSignal(o.signal);
+    throwIfAborted(signal);
+    const r = await t().request('pull', { ...ref, max, leaseMs, waitMs: waitMs || undefined }, { signal });
     return r.messages.map((d) => toMessage<T>(d));
   }
 
@@ -280,7 +281,7 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
       const visibilitySeconds = o.visibilitySeconds;
       optSeconds(visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
       const idleMs = optSeconds(o.idleMs === undefined ? undefined : o.idleMs / 1000, 'idleMs', { max: 20 * 60 }) ?? 1000;
-      const signal = o.signal;
+      const signal = optSignal(o.signal);
       let backoff = 50;
       while (!signal?.aborted) {
         let batch: CacheMessage<T>[];

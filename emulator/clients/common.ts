@@ -80,6 +80,14 @@ export function jsonValue(v: unknown, name: string): void {
   if (at !== null) throw invalidArg(`${name}${at} is not a JSON value: JSON has no NaN or Infinity (it would arrive as null)`, { field: name });
 }
 
+/** An AbortSignal, or undefined; anything else is refused by name (it would fail later as a TypeError). */
+export function optSignal(v: unknown, name = 'signal'): AbortSignal | undefined {
+  if (v === undefined || v === null) return undefined;
+  const s = v as Partial<AbortSignal>;
+  if (typeof v === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function' && typeof s.removeEventListener === 'function') return v as AbortSignal;
+  throw invalidArg(`${name} must be an AbortSignal, got ${show(v)}`, { field: name });
+}
+
 /** Refuses keys outside `allowed`, naming the one that is wrong. */
 export function onlyKeys(o: Record<string, unknown> | undefined, allowed: readonly string[], what: string, tolerated: readonly string[] = []): void {
   if (!o) return;

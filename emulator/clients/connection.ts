@@ -292,6 +292,10 @@ export class Connection implements Transport {
     return () => this.reconnectListeners.delete(listener);
   }
 
+  isClosed(): boolean {
+    return this.state === 'closed';
+  }
+
   async close(): Promise<void> {
     this.state = 'closed';
     if (this.retryTimer) clearTimeout(this.retryTimer);

@@ -3,7 +3,7 @@ import { contentTypeProblem, type Delivery, type DeliverEvent, type PushInput, t
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, optObject, optSeconds, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, optObject, optSeconds, optSignal, optString, pause } from './common';
 
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
@@ -241,6 +241,7 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
   if (maxConcurrency !== undefined) settings.maxConcurrency = maxConcurrency;
   const visibilityMs = optMs(opts.visibilityMs, 'visibilityMs', { min: 1, max: 12 * 3600 * 1000 });
   if (visibilityMs !== undefined) settings.visibilityMs = visibilityMs;
+  const signal = optSignal(opts.signal);
 
   const owned = !opts.transport;
   const transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: `quayside-env-consumer:${appId}` });
@@ -404,9 +405,9 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
       return stopping;
     },
   };
-  if (opts.signal) {
-    if (opts.signal.aborted) void running.stop();
-    else opts.signal.addEventListener('abort', () => void running.stop(), { once: true });
+  if (signal) {
+    if (signal.aborted) void running.stop();
+    else signal.addEventListener('abort', () => void running.stop(), { once: true });
   }
   return running;
 

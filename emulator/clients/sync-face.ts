@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem } from '../protocol';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optSignal, optString, pause } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
@@ -249,6 +249,8 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     return { ref: { namespace: namespaceOf(t), queue: id! }, ensured: null, ready: false, createRefused: null };
   }
   const home = newSite(tenantId);
+  /** Set by close(): a stream then ends instead of retrying. */
+  let closed = false;
 
   /**
    * Creates the queue on first use (sync preset plus this handle's settings); applies them to an
@@ -382,7 +384,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       const leaseMs = optMs(o.leaseMs, 'leaseMs', { min: 1, max: MAX_LEASE_MS }) ?? own.leaseMs;
       const who = optString(o.consumerId, 'consumerId') ?? consumerId;
       const s = site(o.tenantId);
-      const signal = o.signal;
+      const signal = optSignal(o.signal);
       if (signal?.aborted) return null;
       if (!s.ready) await ensure(s, true);
       try {
@@ -409,9 +411,12 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       let waitMs = Math.min(timeoutMs, LIMITS.maxWaitMs);
       for (;;) {
         const args = { ...s.ref, max: 1, leaseMs, waitMs: waitMs || undefined, waitUntil: until, consumerId: who };
-        const got = (await onQueue(s, () => transport.request('pull', args, { signal }), true)).messages;
+        const r = await onQueue(s, () => transport.request('pull', args, { signal }), true);
+        const got = r.messages;
         if (got.length > 0) {
-          const m = await accept<T>(s, got[0], leaseMs);
+          // The lease this delivery got (the queue's default at the pull, when none was asked for):
+          // touch() without leaseMs extends by it, even if the queue's default changes meanwhile.
+          const m = await accept<T>(s, got[0], leaseMs ?? r.leaseMs);
           if (m) return m;
         } else if (timeoutMs === 0 || until === undefined || signal?.aborted || Date.now() >= realEnd || (await clockNow()) >= until) {
           // One hold was the whole wait, or the wait's end has come.
@@ -426,7 +431,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       optObject(o, 'stream options');
       onlyKeys(o as Record<string, unknown>, RECV_KEYS, 'stream');
       const wait = o.wait ?? true;
-      const signal = o.signal;
+      const signal = optSignal(o.signal);
       let backoff = 50;
       while (!signal?.aborted) {
         let m: SyncMessage<T> | null;
@@ -434,6 +439,8 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
           m = await recv<T>({ ...o, wait });
           backoff = 50;
         } catch (e) {
+          // Closed (this handle, or its transport for good): the stream ends; there is nothing to wait for.
+          if (isCode(e, 'unavailable') && (closed || transport.isClosed?.())) return;
           // stream({ wait: true }) rides out transient transport errors (the emulator restarting).
           if (wait && isCode(e, 'unavailable')) {
             await pause(backoff, signal);
@@ -544,6 +551,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     },
 
     async close() {
+      closed = true;
       if (owned) await transport.close();
     },
   };

@@ -16,6 +16,8 @@ export interface Transport {
   /** Called after a reconnect, so faces can restore subscriptions and consumer attachments. */
   onReconnect(listener: () => void): () => void;
   close(): Promise<void>;
+  /** True once closed for good: no request will succeed again, so retrying `unavailable` is pointless. */
+  isClosed?(): boolean;
 }
 
 export interface ConnectionOptions {

@@ -25,6 +25,12 @@ export class LocalTransport implements Transport {
   private closed = false;
   /** Requests not answered yet: close() fails them, as a closed connection does. */
   private readonly pending = new Set<(e: Error) => void>();
+  /**
+   * Keeps the process alive while a request waits (a held recv, a nack's delay coming due), as an
+   * open socket does for the emulator's clients: the engine's own timers are unref'd, so without it
+   * Node would exit with the recv unanswered. Idle, nothing is held.
+   */
+  private keepAlive: NodeJS.Timeout | null = null;
 
   constructor(private readonly engine: Engine, token: string) {
     this.session = new Session((e) => {
@@ -51,6 +57,7 @@ export class LocalTransport implements Transport {
     return new Promise<OpResult<K>>((resolve, reject) => {
       const fail = (e: Error) => {
         this.pending.delete(fail);
+        this.holdIfPending();
         if (signal) signal.removeEventListener('abort', onAbort);
         reject(e);
       };
@@ -60,9 +67,11 @@ export class LocalTransport implements Transport {
         fail(abortError(signal!));
       };
       this.pending.add(fail);
+      this.holdIfPending();
       if (signal) signal.addEventListener('abort', onAbort, { once: true });
       void answer.then((r) => {
         if (!this.pending.delete(fail)) return; // already aborted, or the transport was closed
+        this.holdIfPending();
         if (signal) signal.removeEventListener('abort', onAbort);
         try {
           resolve(unwrap<K>(r));
@@ -73,9 +82,21 @@ export class LocalTransport implements Transport {
     });
   }
 
+  private holdIfPending(): void {
+    if (this.pending.size > 0) this.keepAlive ??= setInterval(() => {}, 1 << 30);
+    else if (this.keepAlive) {
+      clearInterval(this.keepAlive);
+      this.keepAlive = null;
+    }
+  }
+
   onEvent(listener: (event: ServerEvent) => void): () => void {
     this.eventListeners.add(listener);
     return () => this.eventListeners.delete(listener);
+  }
+
+  isClosed(): boolean {
+    return this.closed;
   }
 
   /** In-process: there is never a reconnect. */
@@ -130,6 +151,10 @@ class HandleTransport implements Transport {
 
   onReconnect(listener: () => void): () => void {
     return this.shared.onReconnect(listener);
+  }
+
+  isClosed(): boolean {
+    return this.closed || this.shared.isClosed();
   }
 
   async close(): Promise<void> {

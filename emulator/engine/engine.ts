@@ -571,7 +571,8 @@ export class Engine {
 
   // ------------------------------------------------------------------ lease and settle
 
-  pull(args: Ref & { max?: unknown; leaseMs?: unknown; waitMs?: unknown; waitUntil?: unknown }, actor: Actor = SYSTEM_ACTOR, signal?: AbortSignal): Promise<{ messages: Delivery[] }> {
+  /** `leaseMs` in the answer: the lease its messages got (the one asked for, else the queue's default). */
+  pull(args: Ref & { max?: unknown; leaseMs?: unknown; waitMs?: unknown; waitUntil?: unknown }, actor: Actor = SYSTEM_ACTOR, signal?: AbortSignal): Promise<{ messages: Delivery[]; leaseMs: number }> {
     return new Promise((resolve, reject) => {
       this.op(() => {
         const q = this.queueRow(args, actor);
@@ -586,8 +587,8 @@ export class Engine {
         const got = this.claimNow(q, max, leaseMs);
         return { q, got, max, leaseMs, waitMs, until };
       }).then(({ q, got, max, leaseMs, waitMs, until }) => {
-        if (got.length > 0 || waitMs === 0 || signal?.aborted) return resolve({ messages: got });
-        this.hold(q.id, max, leaseMs, waitMs, until, signal, (messages) => resolve({ messages }));
+        if (got.length > 0 || waitMs === 0 || signal?.aborted) return resolve({ messages: got, leaseMs });
+        this.hold(q.id, max, leaseMs, waitMs, until, signal, (messages) => resolve({ messages, leaseMs }));
       }, reject);
     });
   }

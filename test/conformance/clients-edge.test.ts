@@ -223,6 +223,23 @@ describe('clients: bodies JSON cannot carry', function () {
     assert.deepEqual((await q.pull())[0].body, { at: '1970-01-01T00:00:00.000Z', none: null, n: 1.5 });
   });
 
+  it('a signal that is not an AbortSignal is invalid_argument naming it (cache pull / consume, runConsumer), before anything is sent', async () => {
+    const q = cache.queue('signals');
+    await q.stats();
+    const ops = await framesSentDuring(async () => {
+      for (const call of [
+        () => q.pull({ signal: 'stop' as never }),
+        () => q.consume(async () => {}, { signal: { aborted: false } as never }),
+        () => runConsumer({ async queue() {} }, { project: fresh('sig'), environment: 'dev', queue: 'q', transport: conn, signal: 1 as never }),
+      ]) {
+        const e = await rejects(call());
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /^signal must be an AbortSignal/);
+      }
+    });
+    assert.deepEqual(ops, [], 'nothing was sent');
+  });
+
   it('the engine, called in this process, refuses NaN and Infinity too (over the wire they cannot arrive)', async () => {
     const ns = fresh('nonfinite-engine');
     for (const [args, re] of [

@@ -269,6 +269,27 @@ for (const variant of variants) {
       assert.equal((await p)?.data, 'x');
     });
 
+    describe('closing a handle, and bad signals', () => {
+      it('a stream({ wait: true }) waiting on a handle ends when the handle is closed, instead of retrying', async () => {
+        const q = h.queue({ id: fresh('close-stream') });
+        await q.stats();
+        const it = q.stream({ wait: true })[Symbol.asyncIterator]();
+        const next = it.next();
+        await new Promise((r) => setImmediate(r)); // the recv is out
+        await q.close();
+        assert.deepEqual(await next, { done: true, value: undefined });
+      });
+
+      it('a signal that is not an AbortSignal is invalid_argument for recv and stream', async () => {
+        const q = h.queue({ id: fresh('bad-signal') });
+        for (const call of [() => q.recv({ wait: false, signal: 5 as never }), () => q.stream({ wait: false, signal: {} as never })[Symbol.asyncIterator]().next()]) {
+          const e = await rejects(call());
+          assert.equal(e.code, 'invalid_argument');
+          assert.match(e.message, /^signal must be an AbortSignal/);
+        }
+      });
+    });
+
     describe('settings are per handle (as in the library, which keeps config in each handle)', () => {
       it("a handle's own defaultLeaseMs and maxNackDelayMs govern its calls; a handle given none follows the queue's stored policy as it is now", async () => {
         const id = fresh('per-handle');
@@ -288,6 +309,18 @@ for (const variant of variants) {
         assert.equal(await mb.nack({ delayMs: 5000 }), true);
         assert.equal(await mn.nack({ delayMs: 5000 }), true, 'the stored maxNackDelayMs (60000) allows it');
         assert.equal(await ma.nack({ delayMs: 1000 }), true);
+      });
+
+      it("touch() without leaseMs extends by the lease the delivery got, even after another handle changed the queue's default", async () => {
+        const id = fresh('touch-own');
+        const [none] = await inOrder(h, { id });
+        await none.send({ data: 'x' });
+        const m = (await none.recv({ wait: false }))!;
+        assert.equal(m.leaseUntil, h.now() + 30_000, 'the queue default at the recv');
+        await inOrder(h, { id, delivery: { defaultLeaseMs: 2000 } }); // the stored default is now 2 s
+        await h.advance(10_000);
+        assert.equal(await m.touch(), true);
+        assert.equal(m.leaseUntil, h.now() + 30_000, "extended by the delivery's own 30 s, not the new 2 s");
       });
 
       it("a handle's own idempotencyTtlMs is the window of its sends", async () => {
