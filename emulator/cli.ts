@@ -15,8 +15,10 @@ const USAGE = `quayside <command> [options]
   queues       list queues             [--ns NAMESPACE]
   create Q     create a queue          --ns NAMESPACE --dialect cache|env|sync
   delete Q     delete a queue          --ns NAMESPACE --yes
-  push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] (BODY "-" reads stdin)
+  push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
+                                       (BODY "-" reads stdin)
   peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N]
+  stats Q      counts and 24 h of lag  --ns NAMESPACE
   dead Q       list dead letters       --ns NAMESPACE [--limit N]
   replay Q     dead letters → queue    --ns NAMESPACE [--ids a,b] [--max N]
   purge-dead Q delete dead letters     --ns NAMESPACE [--ids a,b]
@@ -63,7 +65,8 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   queues: [...CLIENT_FLAGS, ...NS_FLAGS],
   create: [...CLIENT_FLAGS, ...NS_FLAGS, 'dialect'],
   delete: [...CLIENT_FLAGS, ...NS_FLAGS, 'yes'],
-  push: [...CLIENT_FLAGS, ...NS_FLAGS, 'delay', 'dedupe'],
+  push: [...CLIENT_FLAGS, ...NS_FLAGS, 'delay', 'dedupe', 'attributes'],
+  stats: [...CLIENT_FLAGS, ...NS_FLAGS],
   peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit'],
   dead: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit'],
   replay: [...CLIENT_FLAGS, ...NS_FLAGS, 'ids', 'max'],
@@ -97,6 +100,20 @@ function idsFlag(args: Args): string[] | undefined {
   const ids = v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
   if (ids.length === 0) throw new UsageError('--ids needs at least one message id (m_1,m_2); leave it out to act on the oldest (replay) or all (purge-dead)');
   return ids;
+}
+
+/** `--attributes '{"k":"v"}'`: a JSON object, as the extension's push form takes. */
+function attributesFlag(args: Args): Record<string, unknown> | undefined {
+  const v = flag(args, 'attributes');
+  if (v === undefined) return undefined;
+  let o: unknown;
+  try {
+    o = JSON.parse(v);
+  } catch (e) {
+    throw new UsageError(`--attributes is not JSON: ${(e as Error).message}`);
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new UsageError('--attributes must be a JSON object, such as {"source":"cli"}');
+  return o as Record<string, unknown>;
 }
 
 function intFlag(args: Args, name: string, min = 0): number | undefined {
@@ -142,11 +159,12 @@ async function start(args: Args): Promise<void> {
     checkFlags('start', args);
     if (args._.length > 1) throw new UsageError(`start takes no arguments, got "${args._.slice(1).join(' ')}"`);
     port = intFlag(args, 'port') ?? (process.env.QUAYSIDE_PORT ? Number(process.env.QUAYSIDE_PORT) : DEFAULT_PORT);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`the port must be a whole number from 0 to 65535, got "${flag(args, 'port') ?? process.env.QUAYSIDE_PORT}"`);
     host = flag(args, 'host') ?? '127.0.0.1';
     memory = args.flags.memory === true;
     if (memory && args.flags.data !== undefined) throw new UsageError('--memory and --data exclude each other');
     dataDir = memory ? undefined : path.resolve(flag(args, 'data') ?? '.quayside');
-    token = flag(args, 'token') ?? process.env.QUAYSIDE_TOKEN ?? undefined;
+    token = flag(args, 'token') ?? (process.env.QUAYSIDE_TOKEN || undefined); // set but empty is unset
     configFlag = flag(args, 'config');
   } catch (e) {
     if (e instanceof UsageError) return fail('usage', e.message);
@@ -293,7 +311,7 @@ async function client(cmd: string, args: Args): Promise<void> {
         } catch (e) {
           throw new UsageError(`BODY is not JSON: ${(e as Error).message}`);
         }
-        const r = await conn.request('push', { namespace: ns(args), queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), create: 'cache' });
+        const r = await conn.request('push', { namespace: ns(args), queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), attributes: attributesFlag(args), create: 'cache' });
         out(r, r.deduped ? `deduped: ${r.id} already holds that key` : `pushed ${r.id}`);
         break;
       }
@@ -301,6 +319,14 @@ async function client(cmd: string, args: Args): Promise<void> {
         const state = flag(args, 'state');
         const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: state ? (state.split(',') as MessageView['state'][]) : undefined, limit: intFlag(args, 'limit', 1) ?? 20 });
         out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']));
+        break;
+      }
+      case 'stats': {
+        const r = await conn.request('stats', { namespace: ns(args), queue: need(args, 1, 'queue name') });
+        const c = r.counts;
+        const steps = r.lagHistory.filter((st) => st.peakDepth > 0 || st.maxWaitMs > 0);
+        out(r, `ready ${c.ready}, delayed ${c.delayed}, in flight ${c.leased}, dead ${c.dead}, oldest ready ${Math.round(c.oldestReadyAgeMs / 1000)} s\n` +
+          (steps.length === 0 ? 'no backlog in the last 24 h' : table(steps.map((st) => [when(st.start), st.peakDepth, Math.round(st.maxWaitMs / 1000)]), ['HALF HOUR FROM', 'PEAK DEPTH', 'LONGEST WAIT (S)'])));
         break;
       }
       case 'dead': {

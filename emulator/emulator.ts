@@ -3,6 +3,7 @@ import { QuaysideError } from './errors';
 import { clockFor, type Clock, type VirtualClockControl, type VirtualClockOption } from './engine/clock';
 import { DB_FILE, Store, StoreOpenError } from './store/store';
 import { QuaysideServer } from './server/server';
+import { urlHost } from './server/auth';
 import { envHttpRoutes } from './http/env-api';
 import { DEFAULT_PORT } from './protocol';
 import { applyWorkspacePlan, planWorkspaceConfig, readWorkspaceConfig } from './workspace-config';
@@ -91,7 +92,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     throw unwritable(e, opts.dataDir);
   }
   const { port: bound } = server.address;
-  const shownHost = host.includes(':') ? `[${host}]` : host;
+  const shownHost = urlHost(host);
   let closed: Promise<void> | null = null;
   const emu: Emulator = {
     url: `ws://${shownHost}:${bound}`,

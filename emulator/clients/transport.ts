@@ -32,13 +32,14 @@ export interface ConnectionOptions {
 }
 
 export function resolveUrl(url?: string): string {
-  const u = url ?? process.env.QUAYSIDE_URL ?? 'ws://127.0.0.1:7433';
+  // An empty variable counts as unset (`QUAYSIDE_URL= cmd`), as for the token.
+  const u = url ?? (process.env.QUAYSIDE_URL || 'ws://127.0.0.1:7433');
   // Accept the HTTP form of the same port too.
   return u.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '');
 }
 
 export function resolveToken(token?: string): string | undefined {
-  return token ?? process.env.QUAYSIDE_TOKEN ?? undefined;
+  return token ?? (process.env.QUAYSIDE_TOKEN || undefined);
 }
 
 /**

@@ -38,3 +38,12 @@ export function hostAllowed(host: string | undefined, boundHost: string): boolea
   const h = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
   return h === 'localhost' || h === '127.0.0.1' || h === '::1' || h === boundHost.toLowerCase() || boundHost === '0.0.0.0' || boundHost === '::';
 }
+
+/**
+ * The host part of the URL a client dials for a server bound to `host`: a wildcard bind (0.0.0.0,
+ * ::) listens on loopback too, so the URL names loopback; an IPv6 address goes in brackets.
+ */
+export function urlHost(host: string): string {
+  const dial = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return dial.includes(':') ? `[${dial}]` : dial;
+}

@@ -60,12 +60,19 @@ describe('entry points (package exports, built)', function () {
         '  await emu.clock.advance(1);',
         '}',
       ].join('\n'));
-      const program = ts.createProgram([path.join(dir, 'app.test.ts')], {
-        strict: true, noEmit: true, module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16,
-        target: ts.ScriptTarget.ES2022, types: [], skipLibCheck: true, preserveSymlinks: true,
-      });
-      const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-      assert.deepEqual(problems, []);
+      // node16 reads "exports"; the classic CommonJS setup (module commonjs, resolution node10)
+      // ignores it and finds the typings through "typesVersions".
+      for (const [module, moduleResolution] of [
+        [ts.ModuleKind.Node16, ts.ModuleResolutionKind.Node16],
+        [ts.ModuleKind.CommonJS, ts.ModuleResolutionKind.Node10],
+      ] as const) {
+        const program = ts.createProgram([path.join(dir, 'app.test.ts')], {
+          strict: true, noEmit: true, module, moduleResolution,
+          target: ts.ScriptTarget.ES2022, types: [], skipLibCheck: true, preserveSymlinks: true,
+        });
+        const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+        assert.deepEqual(problems, [], `module ${ts.ModuleKind[module]}, resolution ${ts.ModuleResolutionKind[moduleResolution]}`);
+      }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
+import { createCache } from '../../emulator/clients/cache';
+import { urlHost } from '../../emulator/server/auth';
+
+// The `quayside` command's own options: what the extension's push form and chart offer is in the
+// CLI too, and a bad option is a usage error (exit 64) before anything starts.
+
+const run = promisify(execFile);
+const cli = path.resolve(__dirname, '../../emulator/cli.ts');
+const tsx = path.resolve(__dirname, '../../node_modules/.bin/tsx');
+const HOUR = 3600_000;
+
+type Failure = { code: number; stdout: string; stderr: string };
+const fails = (p: Promise<unknown>) => p.then(() => null, (e: Failure) => e);
+
+describe('quayside CLI: push --attributes and stats', function () {
+  this.timeout(30_000);
+  let emu: VirtualEmulator;
+  let args: string[];
+  before(async () => {
+    emu = await startEmulator({ memory: true, clock: 'virtual' });
+    args = ['--ns', 'cli', '--url', emu.url, '--token', emu.token];
+  });
+  after(() => emu.close());
+
+  it('push --attributes sends a JSON object of attributes with the message; anything else is a usage error that pushes nothing', async () => {
+    await run(tsx, [cli, 'push', 'jobs', '{"n":1}', '--attributes', '{"source":"cli"}', ...args]);
+    const peek = await emu.engine.peek({ namespace: 'cli', queue: 'jobs' });
+    assert.deepEqual(peek.messages.map((m) => [m.body, m.attributes]), [[{ n: 1 }, { source: 'cli' }]]);
+    for (const [bad, what] of [['[1]', /--attributes must be a JSON object/], ['{oops', /--attributes is not JSON/]] as const) {
+      const e = await fails(run(tsx, [cli, 'push', 'jobs', '{"n":2}', '--attributes', bad, ...args, '--json']));
+      assert.equal(e?.code, 64);
+      assert.match(JSON.parse(e!.stderr).error.message, what);
+    }
+    assert.equal((await emu.engine.peek({ namespace: 'cli', queue: 'jobs' })).total, 1);
+  });
+
+  it('stats shows the counts and the half-hour steps with a backlog; --json gives the stats answer', async () => {
+    const q = createCache({ url: emu.url, token: emu.token, namespace: 'cli' }).queue('lagging');
+    await q.push('waits');
+    await emu.clock.advance(HOUR);
+    const text = (await run(tsx, [cli, 'stats', 'lagging', ...args])).stdout;
+    assert.match(text, /^ready 1, delayed 0, in flight 0, dead 0, oldest ready 3600 s$/m);
+    assert.match(text, /HALF HOUR FROM\s+PEAK DEPTH\s+LONGEST WAIT \(S\)/);
+    assert.match(text, /\s1\s+3600$/m, 'the last step saw the message wait an hour');
+    const json = JSON.parse((await run(tsx, [cli, 'stats', 'lagging', ...args, '--json'])).stdout);
+    assert.equal(json.counts.ready, 1);
+    assert.equal(json.lagHistory.length, 48);
+    const missing = await fails(run(tsx, [cli, 'stats', ...args]));
+    assert.equal(missing?.code, 64);
+  });
+});
+
+describe('quayside start: its options', function () {
+  this.timeout(30_000);
+
+  it('a port outside 0–65535 is a usage error (64), as a port that is not a number is', async () => {
+    for (const port of ['99999', '-1', 'abc']) {
+      const e = await fails(run(tsx, [cli, 'start', '--memory', '--port', port, '--json']));
+      assert.equal(e?.code, 64, `--port ${port}`);
+      assert.equal(JSON.parse(e!.stdout.trim().split('\n').pop()!).code, 'usage');
+    }
+  });
+
+  it('an empty QUAYSIDE_TOKEN counts as unset: the emulator starts with a token of its own', async () => {
+    const child = spawn(tsx, [cli, 'start', '--memory', '--port', '0', '--host', '127.0.0.1', '--json'], { env: { ...process.env, QUAYSIDE_TOKEN: '' } });
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let buf = '';
+        child.stdout.on('data', (d: Buffer) => {
+          buf += d;
+          if (buf.includes('\n')) resolve(buf.split('\n')[0]);
+        });
+        child.on('exit', (code) => reject(new Error(`exited ${code}: ${buf}`)));
+      });
+      const ev = JSON.parse(line) as { event: string; url: string; token: string };
+      assert.equal(ev.event, 'listening');
+      assert.match(ev.token, /^qs_rw_/);
+      assert.match(ev.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+
+  it('the URL names a host a client can dial: loopback for a wildcard bind, IPv6 in brackets', () => {
+    assert.equal(urlHost('127.0.0.1'), '127.0.0.1');
+    assert.equal(urlHost('0.0.0.0'), '127.0.0.1');
+    assert.equal(urlHost('::'), '[::1]');
+    assert.equal(urlHost('::1'), '[::1]');
+    assert.equal(urlHost('localhost'), 'localhost');
+  });
+});
