@@ -294,6 +294,8 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
           backoff = 50;
         } catch (e) {
           if (signal?.aborted || isAbort(e)) break;
+          // A transport of the caller's, closed for good: nothing will answer again.
+          if (isCode(e, 'unavailable') && t().isClosed?.()) break;
           if (isCode(e, 'unavailable')) {
             // The emulator is restarting: keep trying until it is back or the signal aborts.
             await pause(backoff, signal);

@@ -240,6 +240,16 @@ describe('clients: bodies JSON cannot carry', function () {
     assert.deepEqual(ops, [], 'nothing was sent');
   });
 
+  it("cache consume() over the caller's own transport ends when that transport is closed for good, instead of retrying", async () => {
+    const own = new Connection({ url: emu.url, token: emu.token, client: 'edge-closing' });
+    const q = createCache({ namespace: fresh('closing'), transport: own }).queue('q');
+    await q.stats();
+    const running = q.consume(async () => {}, { idleMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 20)); // its held pull is out
+    await own.close();
+    await running;
+  });
+
   it('the engine, called in this process, refuses NaN and Infinity too (over the wire they cannot arrive)', async () => {
     const ns = fresh('nonfinite-engine');
     for (const [args, re] of [
