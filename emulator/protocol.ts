@@ -342,6 +342,15 @@ export function contentTypeProblem(contentType: unknown): string | null {
   return null;
 }
 
+/**
+ * Whether `body` is what a `bytes` message carries: base64 text (padded, standard alphabet), which
+ * the env client makes of a Uint8Array. Shared by the engine and POST …/messages, so a bytes body
+ * is the same thing however it arrives, and its size (the bytes it decodes to) is well defined.
+ */
+export function isBase64Text(body: unknown): body is string {
+  return typeof body === 'string' && body.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(body);
+}
+
 /** Server limits, also reported in docs/protocol.md. */
 export const LIMITS = {
   /** A request frame, in UTF-8 bytes: the same 8 MiB as an HTTP request body, so a batch that one takes the other takes. */
@@ -373,30 +382,40 @@ export function nameProblem(name: string): string | null {
 }
 
 /**
- * Where a value holds a number JSON cannot carry (NaN, Infinity), as a path completing "<field>…"
- * ("", ".a", "[2].b"), or null. JSON.stringify writes them as null without a word, so a body would
- * arrive changed. Shared by the faces (before sending) and the engine (in-process callers).
+ * Where a value holds a number JSON cannot carry (NaN, Infinity), as a path suffix (".a[2].b", ""
+ * for the value itself), or null. JSON.stringify writes them as null without a word, so a body
+ * would arrive changed; callers look only once the JSON text has a null in it. Call it on a value
+ * JSON.stringify has already written (so it has no cycle). Iterative: a deep value cannot overflow
+ * the stack. Shared by the clients' request encoding and the engine (in-process callers).
  */
-export function nonFiniteAt(v: unknown, ancestors: object[] = []): string | null {
-  if (typeof v === 'number') return Number.isFinite(v) ? null : '';
-  if (typeof v !== 'object' || v === null || ancestors.includes(v)) return null; // a cycle is refused when encoded
-  if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return null; // a Date, or a value that says how it is written
-  ancestors.push(v);
-  try {
+export function nonFiniteAt(root: unknown): string | null {
+  type Step = { v: unknown; up: Step | null; key: string | number | null };
+  const stack: Step[] = [{ v: root, up: null, key: null }];
+  while (stack.length > 0) {
+    const step = stack.pop()!;
+    const v = step.v;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return pathOf(step);
+      continue;
+    }
+    // A Date, or any value with a toJSON, is written as it says.
+    if (typeof v !== 'object' || v === null || typeof (v as { toJSON?: unknown }).toJSON === 'function') continue;
     if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        const at = nonFiniteAt(v[i], ancestors);
-        if (at !== null) return `[${i}]${at}`;
-      }
-      return null;
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], up: step, key: i });
+    } else {
+      const keys = Object.keys(v);
+      for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]], up: step, key: keys[i] });
     }
-    for (const k of Object.keys(v)) {
-      const at = nonFiniteAt((v as Record<string, unknown>)[k], ancestors);
-      if (at !== null) return `${/^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`}${at}`;
+  }
+  return null;
+
+  function pathOf(step: Step): string {
+    const parts: string[] = [];
+    for (let s: Step | null = step; s && s.key !== null; s = s.up) {
+      const k = s.key;
+      parts.push(typeof k === 'number' ? `[${k}]` : /^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
     }
-    return null;
-  } finally {
-    ancestors.pop();
+    return parts.reverse().join('');
   }
 }
 

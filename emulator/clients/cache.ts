@@ -139,6 +139,8 @@ export function createCache(opts: CacheOptions): Cache {
   if (namespace === undefined) throw invalidArg('createCache needs a namespace');
   let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
   const queues = new Map<string, CacheQueue>();
+  /** How many times close() was called: a consume() loop ends when it changes. */
+  let closes = 0;
   return {
     namespace,
     queue(name: string): CacheQueue {
@@ -146,12 +148,13 @@ export function createCache(opts: CacheOptions): Cache {
       if (n === undefined) throw invalidArg('cache.queue(name) needs a name');
       let q = queues.get(n);
       if (!q) {
-        q = cacheQueue(() => transport, namespace, n);
+        q = cacheQueue(() => transport, () => closes, namespace, n);
         queues.set(n, q);
       }
       return q;
     },
     async close() {
+      closes++;
       await transport.close();
       if (!opts.transport) transport = new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
     },
@@ -207,7 +210,7 @@ function receiptArg(r: unknown): string {
   return r;
 }
 
-function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQueue {
+function cacheQueue(t: () => Transport, closes: () => number, namespace: string, name: string): CacheQueue {
   const ref = { namespace, queue: name };
 
   /** Reads on a queue nobody pushed to yet see an empty queue: it "exists as soon as you push". */
@@ -282,8 +285,10 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
       optSeconds(visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
       const idleMs = optSeconds(o.idleMs === undefined ? undefined : o.idleMs / 1000, 'idleMs', { max: 20 * 60 }) ?? 1000;
       const signal = optSignal(o.signal);
+      // close() on the cache ends the loop (after the batch in hand), as aborting the signal does.
+      const epoch = closes();
       let backoff = 50;
-      while (!signal?.aborted) {
+      while (!signal?.aborted && closes() === epoch) {
         let batch: CacheMessage<T>[];
         try {
           batch = await orNotFound(
@@ -294,8 +299,8 @@ function cacheQueue(t: () => Transport, namespace: string, name: string): CacheQ
           backoff = 50;
         } catch (e) {
           if (signal?.aborted || isAbort(e)) break;
-          // A transport of the caller's, closed for good: nothing will answer again.
-          if (isCode(e, 'unavailable') && t().isClosed?.()) break;
+          // Closed: the cache (the loop ends), or the caller's own transport for good.
+          if (isCode(e, 'unavailable') && (closes() !== epoch || t().isClosed?.())) break;
           if (isCode(e, 'unavailable')) {
             // The emulator is restarting: keep trying until it is back or the signal aborts.
             await pause(backoff, signal);

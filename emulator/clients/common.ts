@@ -1,5 +1,4 @@
 import { QuaysideError } from '../errors';
-import { nonFiniteAt } from '../protocol';
 import { abortError } from './connection';
 
 // Small helpers shared by the product faces (cache, env, sync): argument checks that run before
@@ -68,16 +67,13 @@ export function optObject(v: unknown, name: string): Record<string, unknown> | u
 
 /**
  * A message body must be a JSON value. JSON.stringify drops a function or a symbol without a word
- * (the server would then say the body is missing) and writes NaN or Infinity as null, so these are
- * refused here by name. A BigInt or a cycle is caught when the request is encoded
- * (`invalid_argument`, "… is not JSON-serialisable").
+ * (the server would then say the body is missing), so they are refused here by name. A BigInt, a
+ * cycle, or a NaN or Infinity anywhere in a request is caught when it is encoded (transport.ts).
  */
 export function jsonValue(v: unknown, name: string): void {
   if (typeof v === 'function' || typeof v === 'symbol') {
     throw invalidArg(`${name} is not a JSON value (got a ${typeof v}); send a string, number, boolean, null, array or plain object`, { field: name });
   }
-  const at = nonFiniteAt(v);
-  if (at !== null) throw invalidArg(`${name}${at} is not a JSON value: JSON has no NaN or Infinity (it would arrive as null)`, { field: name });
 }
 
 /** An AbortSignal, or undefined; anything else is refused by name (it would fail later as a TypeError). */

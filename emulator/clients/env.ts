@@ -168,7 +168,7 @@ export interface MessageBatch<Body = unknown> {
 }
 
 export interface ExecutionContext {
-  /** Keeps the consumer alive until the promise settles (stop() waits for it). */
+  /** Keeps the consumer alive until the promise settles (stop() waits for it, up to the batch's lease end). */
   waitUntil(promise: Promise<unknown>): void;
   passThroughOnException(): void;
 }

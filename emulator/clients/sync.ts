@@ -1,5 +1,6 @@
 import { Connection } from './connection';
 import type { Transport } from './transport';
+import { HandleTransport } from './handle-transport';
 import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from './sync-face';
 
 // quayside/sync: the `sync` dialect against a running emulator (QUAYSIDE_URL / QUAYSIDE_TOKEN).
@@ -12,7 +13,7 @@ export interface SyncConnectOptions extends SyncQueueOptions {
   url?: string;
   /** Defaults to `QUAYSIDE_TOKEN`. */
   token?: string;
-  /** Use this transport instead of opening a connection (it is not closed by `close()`). */
+  /** Use this transport instead of opening a connection (`close()` ends this handle's calls on it, not the transport). */
   transport?: Transport;
 }
 
@@ -21,7 +22,8 @@ export interface SyncConnectOptions extends SyncQueueOptions {
  * the first call; the queue is created then (sync preset plus `limits` / `delivery`) if missing.
  */
 export function queue(opts: SyncConnectOptions): SyncQueue {
-  if (opts?.transport) return syncQueueOver(opts.transport, opts, false);
+  // The handle's own view of a shared transport, so its close() ends its own recv and streams.
+  if (opts?.transport) return syncQueueOver(new HandleTransport(opts.transport), opts, true);
   const conn = new Connection({ url: opts?.url, token: opts?.token, client: 'quayside-sync' });
   return syncQueueOver(conn, opts, true);
 }

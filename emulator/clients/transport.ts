@@ -1,5 +1,5 @@
 import { QuaysideError } from '../errors';
-import { LIMITS, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
+import { LIMITS, nonFiniteAt, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -45,14 +45,24 @@ export function resolveToken(token?: string): string | undefined {
 /**
  * JSON text of `value` (a request's `args`, or the whole frame around them). A value JSON cannot
  * encode (a BigInt, a cycle) fails `invalid_argument` naming the argument, before anything is
- * sent, instead of a bare TypeError from JSON.stringify.
+ * sent, instead of a bare TypeError from JSON.stringify; so does a NaN or Infinity, which it would
+ * write as null (looked for only when the text has a null), naming where it sits.
  */
 export function argsJson(op: string, args: unknown, value: unknown = args): string {
+  let text: string;
   try {
-    return JSON.stringify(value);
+    text = JSON.stringify(value);
   } catch (e) {
     throw notSerialisable(op, args, e);
   }
+  if (text.includes('null')) {
+    const at = nonFiniteAt(args);
+    if (at !== null) {
+      const field = /^\.?([^.[]+)/.exec(at)?.[1];
+      throw new QuaysideError('invalid_argument', `${op}: ${at.replace(/^\./, '')} is not a JSON value: JSON has no NaN or Infinity (it would arrive as null)`, field ? { details: { field } } : {});
+    }
+  }
+  return text;
 }
 
 /**

@@ -5,6 +5,7 @@ import { Session, dispatch, endSession } from '../server/dispatch';
 import { QuaysideError } from '../errors';
 import { PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
 import { encodeRequest, type RequestOptions, type Transport } from '../clients/transport';
+import { HandleTransport } from '../clients/handle-transport';
 import { abortError } from '../clients/connection';
 import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from '../clients/sync-face';
 
@@ -26,11 +27,13 @@ export class LocalTransport implements Transport {
   /** Requests not answered yet: close() fails them, as a closed connection does. */
   private readonly pending = new Set<(e: Error) => void>();
   /**
-   * Keeps the process alive while a request waits (a held recv, a nack's delay coming due), as an
+   * Keeps the process alive while a pull waits (a blocking recv, a nack's delay coming due), as an
    * open socket does for the emulator's clients: the engine's own timers are unref'd, so without it
-   * Node would exit with the recv unanswered. Idle, nothing is held.
+   * Node would exit with the recv unanswered. Other requests answer within the turn; idle, nothing
+   * is held.
    */
   private keepAlive: NodeJS.Timeout | null = null;
+  private waiting = 0;
 
   constructor(private readonly engine: Engine, token: string) {
     this.session = new Session((e) => {
@@ -53,11 +56,11 @@ export class LocalTransport implements Transport {
     // The args as the server would see them off the socket: a BigInt or a cycle is invalid_argument,
     // and a request larger than a frame is refused as it would be over the network.
     const frame = JSON.parse(encodeRequest(id, op, args)) as { id: number; op: string; args?: unknown };
+    const holds = op === 'pull' && Number((args as { waitMs?: unknown }).waitMs) > 0;
     const answer = dispatch(this.engine, this.session, frame);
     return new Promise<OpResult<K>>((resolve, reject) => {
       const fail = (e: Error) => {
-        this.pending.delete(fail);
-        this.holdIfPending();
+        if (this.pending.delete(fail) && holds) this.hold(-1);
         if (signal) signal.removeEventListener('abort', onAbort);
         reject(e);
       };
@@ -67,11 +70,11 @@ export class LocalTransport implements Transport {
         fail(abortError(signal!));
       };
       this.pending.add(fail);
-      this.holdIfPending();
+      if (holds) this.hold(+1);
       if (signal) signal.addEventListener('abort', onAbort, { once: true });
       void answer.then((r) => {
         if (!this.pending.delete(fail)) return; // already aborted, or the transport was closed
-        this.holdIfPending();
+        if (holds) this.hold(-1);
         if (signal) signal.removeEventListener('abort', onAbort);
         try {
           resolve(unwrap<K>(r));
@@ -82,8 +85,9 @@ export class LocalTransport implements Transport {
     });
   }
 
-  private holdIfPending(): void {
-    if (this.pending.size > 0) this.keepAlive ??= setInterval(() => {}, 1 << 30);
+  private hold(delta: number): void {
+    this.waiting += delta;
+    if (this.waiting > 0) this.keepAlive ??= setInterval(() => {}, 1 << 30);
     else if (this.keepAlive) {
       clearInterval(this.keepAlive);
       this.keepAlive = null;
@@ -110,56 +114,6 @@ export class LocalTransport implements Transport {
     for (const fail of [...this.pending]) fail(new QuaysideError('unavailable', 'the in-memory queue was closed'));
     endSession(this.engine, this.session);
     this.eventListeners.clear();
-  }
-}
-
-const handleClosed = () => new QuaysideError('unavailable', 'the in-memory queue was closed');
-
-/**
- * One handle's calls on a shared LocalTransport. close() cancels the handle's calls still waiting
- * (a held recv is cancelled in the engine, so it leases nothing) and fails them, and later ones,
- * with `unavailable`; the other handles go on.
- */
-class HandleTransport implements Transport {
-  private closed = false;
-  private readonly calls = new Set<AbortController>();
-
-  constructor(private readonly shared: LocalTransport) {}
-
-  async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
-    if (this.closed) throw handleClosed();
-    const outer = opts.signal;
-    if (outer?.aborted) throw abortError(outer);
-    const ac = new AbortController();
-    const onOuter = () => ac.abort(outer!.reason);
-    outer?.addEventListener('abort', onOuter, { once: true });
-    this.calls.add(ac);
-    try {
-      return await this.shared.request(op, args, { signal: ac.signal });
-    } catch (e) {
-      if (this.closed && !outer?.aborted) throw handleClosed();
-      throw e;
-    } finally {
-      this.calls.delete(ac);
-      outer?.removeEventListener('abort', onOuter);
-    }
-  }
-
-  onEvent(listener: (event: ServerEvent) => void): () => void {
-    return this.shared.onEvent(listener);
-  }
-
-  onReconnect(listener: () => void): () => void {
-    return this.shared.onReconnect(listener);
-  }
-
-  isClosed(): boolean {
-    return this.closed || this.shared.isClosed();
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    for (const ac of this.calls) ac.abort();
   }
 }
 

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import { QuaysideError, invalid } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
 import * as validate from '../engine/validate';
-import { HTTP_STATUS, READ_OPS, contentTypeProblem, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
+import { HTTP_STATUS, READ_OPS, contentTypeProblem, isBase64Text, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
 import { authorize, bearer, resolveToken } from '../server/auth';
 import { json, type HttpRoute } from '../server/server';
 import { checkEnvironment, checkProject, envNamespace, envQueueView, ENV_MAX_RETENTION_S } from './env-naming';
@@ -165,7 +165,7 @@ function checkContent(body: unknown, contentType: unknown, at: string): void {
     return;
   }
   if (contentType === 'bytes') {
-    if (typeof body !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0) {
+    if (!isBase64Text(body)) {
       throw invalid(`${at}body must be base64 text with contentType "bytes"`);
     }
     return;

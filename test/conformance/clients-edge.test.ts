@@ -202,15 +202,18 @@ describe('clients: bodies JSON cannot carry', function () {
     const env = createEnv({ project: fresh('nonfinite'), environment: 'dev', transport: conn });
     const s = remote.queue({ id: fresh('nonfinite'), transport: conn });
     await q.stats();
+    await s.stats(); // set up, so that only a send could show below
     const ops = await framesSentDuring(async () => {
       for (const [call, re] of [
-        [() => q.push(NaN), /^body is not a JSON value: JSON has no NaN or Infinity/],
-        [() => q.push({ a: [1, { b: Infinity }] }), /^body\.a\[1\]\.b is not a JSON value/],
-        [() => q.push({ 'odd key': -Infinity }), /^body\["odd key"\] is not a JSON value/],
-        [() => env.queue.send('jobs', { n: NaN }), /^body\.n is not a JSON value/],
-        [() => env.queue.sendBatch('jobs', [{ body: 1 }, { body: [NaN] }]), /^messages\[1\]\.body\[0\] is not a JSON value/],
-        [() => s.send({ data: { x: NaN } }), /data\.x is not a JSON value/],
-        [() => s.send({ data: 1, meta: { y: Infinity } }), /meta\.y is not a JSON value/],
+        [() => q.push(NaN), /^push: body is not a JSON value: JSON has no NaN or Infinity/],
+        [() => q.push({ a: [1, { b: Infinity }] }), /^push: body\.a\[1\]\.b is not a JSON value/],
+        [() => q.push({ 'odd key': -Infinity }), /^push: body\["odd key"\] is not a JSON value/],
+        [() => env.queue.send('jobs', { n: NaN }), /^push: body\.n is not a JSON value/],
+        [() => env.queue.send('jobs', 1, { attributes: { score: NaN } }), /^push: attributes\.score is not a JSON value/],
+        [() => env.queue.sendBatch('jobs', [{ body: 1 }, { body: [NaN] }]), /^push\.batch: messages\[1\]\.body\[0\] is not a JSON value/],
+        [() => s.send({ data: { x: NaN } }), /^send: data\.x is not a JSON value/],
+        [() => s.send({ data: 1, meta: { y: Infinity } }), /^send: meta\.y is not a JSON value/],
+        [() => conn.request('push', { namespace: 'raw', queue: 'q', body: { deep: [[[NaN]]] } }), /^push: body\.deep\[0\]\[0\]\[0\] is not a JSON value/],
       ] as const) {
         const e = await rejects(call());
         assert.equal(e.code, 'invalid_argument', String(e));
@@ -223,31 +226,55 @@ describe('clients: bodies JSON cannot carry', function () {
     assert.deepEqual((await q.pull())[0].body, { at: '1970-01-01T00:00:00.000Z', none: null, n: 1.5 });
   });
 
-  it('a signal that is not an AbortSignal is invalid_argument naming it (cache pull / consume, runConsumer), before anything is sent', async () => {
-    const q = cache.queue('signals');
-    await q.stats();
-    const ops = await framesSentDuring(async () => {
-      for (const call of [
-        () => q.pull({ signal: 'stop' as never }),
-        () => q.consume(async () => {}, { signal: { aborted: false } as never }),
-        () => runConsumer({ async queue() {} }, { project: fresh('sig'), environment: 'dev', queue: 'q', transport: conn, signal: 1 as never }),
-      ]) {
-        const e = await rejects(call());
-        assert.equal(e.code, 'invalid_argument');
-        assert.match(e.message, /^signal must be an AbortSignal/);
-      }
-    });
-    assert.deepEqual(ops, [], 'nothing was sent');
+  it('a body nested deeper than the stack allows is refused invalid_argument, not a bare RangeError', async () => {
+    let deep: unknown = null;
+    for (let i = 0; i < 12_000; i++) deep = [deep];
+    const e = await rejects(cache.queue('deep').push(deep));
+    assert.ok(e instanceof QuaysideError, String(e));
+    assert.equal(e.code, 'invalid_argument');
   });
 
-  it("cache consume() over the caller's own transport ends when that transport is closed for good, instead of retrying", async () => {
-    const own = new Connection({ url: emu.url, token: emu.token, client: 'edge-closing' });
-    const q = createCache({ namespace: fresh('closing'), transport: own }).queue('q');
-    await q.stats();
-    const running = q.consume(async () => {}, { idleMs: 60_000 });
-    await new Promise((r) => setTimeout(r, 20)); // its held pull is out
-    await own.close();
-    await running;
+  it("a sync handle on the caller's own connection: close() ends its stream and its waiting recv, leases nothing, and leaves the connection to the others", async () => {
+    const id = fresh('shared-close');
+    const a = remote.queue({ id, transport: conn });
+    const b = remote.queue({ id, transport: conn });
+    await a.stats();
+    const it = a.stream({ wait: true })[Symbol.asyncIterator]();
+    const next = it.next();
+    const waiting = a.recv({ timeoutMs: 60_000 }).then(() => 'answered', (e: QuaysideError) => e.code);
+    await new Promise((r) => setTimeout(r, 20)); // both pulls are held on the server
+    await a.close();
+    assert.deepEqual(await next, { done: true, value: undefined });
+    assert.equal(await waiting, 'unavailable');
+    assert.equal((await rejects(a.send({ data: 'late' }))).code, 'unavailable');
+    // The cancelled pulls took nothing: b (on the same connection, still open) gets what is sent.
+    await b.send({ data: 'for b' });
+    assert.equal((await b.recv({ wait: false }))?.data, 'for b');
+    assert.deepEqual(await b.stats(), { ready: 0, delayed: 0, inFlight: 1, dlq: 0 });
+  });
+
+  it('cache.close() ends a running consume() after the batch in hand, whether its pull was held or its handler was running', async () => {
+    for (const when of ['held', 'handling'] as const) {
+      const c = createCache({ url: emu.url, token: emu.token, namespace: fresh('cache-close') });
+      const q = c.queue('q');
+      const seen: unknown[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      if (when === 'handling') await q.push(1);
+      const running = q.consume(async (m) => {
+        seen.push(m.body);
+        await gate;
+      }, { idleMs: 60_000 });
+      if (when === 'handling') await until(() => seen.length === 1, 'the handler runs');
+      else await new Promise((r) => setTimeout(r, 20)); // the pull is held
+      await c.close();
+      release();
+      await running;
+      await q.push(2); // the cache reconnects for other calls; the ended loop takes nothing
+      assert.deepEqual(seen, when === 'handling' ? [1] : [], when);
+      assert.equal((await q.stats()).depth, 1, when);
+      await c.close();
+    }
   });
 
   it('the engine, called in this process, refuses NaN and Infinity too (over the wire they cannot arrive)', async () => {

@@ -634,6 +634,10 @@ describe('conformance: env (seeds/001)', function () {
       const http = await api('POST', `/v1/queues/${q.id}/messages`, { body: Buffer.from('hello').toString('base64'), contentType: 'bytes' });
       assert.equal(http.status, 201);
       assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.bytes, 128 * 1024 + 5);
+      // A push by any other way than the env client must carry base64 too, else its size means nothing.
+      const e2 = await rejects(emu.engine.push({ namespace: `${project}/${environment}`, queue: 'raw', body: '!'.repeat(170_000), contentType: 'bytes' }));
+      assert.equal((e2 as { code?: string }).code, 'invalid_argument');
+      assert.match(e2.message, /body must be base64 text with contentType "bytes"/);
     });
 
     it('a queue of another dialect in the same project and environment is not found for send, sendBatch and runConsumer, as a missing slug', async () => {

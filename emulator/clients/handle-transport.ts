@@ -1,0 +1,55 @@
+import { QuaysideError } from '../errors';
+import type { OpArgs, OpName, OpResult, ServerEvent } from '../protocol';
+import { abortError } from './connection';
+import type { RequestOptions, Transport } from './transport';
+
+const handleClosed = () => new QuaysideError('unavailable', 'this queue handle was closed');
+
+/**
+ * One handle's view of a transport it shares with others (the in-memory engine's session, or a
+ * connection the caller passed in). close() cancels the handle's calls still waiting (a held recv
+ * is cancelled in the engine, so it leases nothing) and fails them, and later ones, with
+ * `unavailable`; the shared transport stays open and the other handles go on.
+ */
+export class HandleTransport implements Transport {
+  private closed = false;
+  private readonly calls = new Set<AbortController>();
+
+  constructor(private readonly shared: Transport) {}
+
+  async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
+    if (this.closed) throw handleClosed();
+    const outer = opts.signal;
+    if (outer?.aborted) throw abortError(outer);
+    const ac = new AbortController();
+    const onOuter = () => ac.abort(outer!.reason);
+    outer?.addEventListener('abort', onOuter, { once: true });
+    this.calls.add(ac);
+    try {
+      return await this.shared.request(op, args, { signal: ac.signal });
+    } catch (e) {
+      if (this.closed && !outer?.aborted) throw handleClosed();
+      throw e;
+    } finally {
+      this.calls.delete(ac);
+      outer?.removeEventListener('abort', onOuter);
+    }
+  }
+
+  onEvent(listener: (event: ServerEvent) => void): () => void {
+    return this.shared.onEvent(listener);
+  }
+
+  onReconnect(listener: () => void): () => void {
+    return this.shared.onReconnect(listener);
+  }
+
+  isClosed(): boolean {
+    return this.closed || (this.shared.isClosed?.() ?? false);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const ac of this.calls) ac.abort();
+  }
+}
