@@ -18,6 +18,7 @@ const USAGE = `quayside <command> [options]
   push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
                                        (BODY "-" reads stdin)
   peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N]
+  show Q ID    one message in full     --ns NAMESPACE
   stats Q      counts and 24 h of lag  --ns NAMESPACE
   dead Q       list dead letters       --ns NAMESPACE [--limit N]
   replay Q     dead letters → queue    --ns NAMESPACE [--ids a,b] [--max N]
@@ -67,6 +68,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   delete: [...CLIENT_FLAGS, ...NS_FLAGS, 'yes'],
   push: [...CLIENT_FLAGS, ...NS_FLAGS, 'delay', 'dedupe', 'attributes'],
   stats: [...CLIENT_FLAGS, ...NS_FLAGS],
+  show: [...CLIENT_FLAGS, ...NS_FLAGS],
   peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit'],
   dead: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit'],
   replay: [...CLIENT_FLAGS, ...NS_FLAGS, 'ids', 'max'],
@@ -319,6 +321,16 @@ async function client(cmd: string, args: Args): Promise<void> {
         const state = flag(args, 'state');
         const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: state ? (state.split(',') as MessageView['state'][]) : undefined, limit: intFlag(args, 'limit', 1) ?? 20 });
         out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']));
+        break;
+      }
+      case 'show': {
+        const m = await conn.request('message.get', { namespace: ns(args), queue: need(args, 1, 'queue name'), id: need(args, 2, 'message id (m_…)') });
+        const rows: [string, unknown][] = [
+          ['id', m.id], ['state', m.state], ['attempts', m.attempts], ['enqueued', when(m.enqueuedAt)], ['visible', when(m.visibleAt)],
+          ['lease until', when(m.leaseUntil)], ['dedupe key', m.dedupeKey], ['content type', m.contentType], ['attributes', m.attributes && JSON.stringify(m.attributes)],
+          ['dead', m.deadAt === null ? null : `${when(m.deadAt)} (${m.deadReason})`], ['last error', m.lastError], ['size', `${m.sizeBytes} bytes`],
+        ];
+        out(m, rows.filter(([, v]) => v !== null && v !== '').map(([k, v]) => `${k.padEnd(13)}${String(v)}`).join('\n') + `\nbody\n${JSON.stringify(m.body, null, 2)}`);
         break;
       }
       case 'stats': {

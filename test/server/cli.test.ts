@@ -17,7 +17,7 @@ const HOUR = 3600_000;
 type Failure = { code: number; stdout: string; stderr: string };
 const fails = (p: Promise<unknown>) => p.then(() => null, (e: Failure) => e);
 
-describe('quayside CLI: push --attributes and stats', function () {
+describe('quayside CLI: push --attributes, stats and show', function () {
   this.timeout(30_000);
   let emu: VirtualEmulator;
   let args: string[];
@@ -52,6 +52,21 @@ describe('quayside CLI: push --attributes and stats', function () {
     assert.equal(json.lagHistory.length, 48);
     const missing = await fails(run(tsx, [cli, 'stats', ...args]));
     assert.equal(missing?.code, 64);
+  });
+
+  it('show prints one message in full (the extension\'s Show Message); an unknown id is not_found (exit 1)', async () => {
+    const { id } = await emu.engine.push({ namespace: 'cli', queue: 'shown', body: { to: 'ada' }, attributes: { source: 't' }, dedupeKey: 'k1', create: 'cache' });
+    const text = (await run(tsx, [cli, 'show', 'shown', id, ...args])).stdout;
+    assert.match(text, new RegExp(`^id +${id}$`, 'm'));
+    assert.match(text, /^state +ready$/m);
+    assert.match(text, /^dedupe key +k1$/m);
+    assert.match(text, /^attributes +\{"source":"t"\}$/m);
+    assert.match(text, /^body\n\{\n  "to": "ada"\n\}$/m);
+    const json = JSON.parse((await run(tsx, [cli, 'show', 'shown', id, ...args, '--json'])).stdout);
+    assert.deepEqual([json.id, json.body], [id, { to: 'ada' }]);
+    const gone = await fails(run(tsx, [cli, 'show', 'shown', 'm_999999', ...args, '--json']));
+    assert.equal(gone?.code, 1);
+    assert.equal(JSON.parse(gone!.stderr).error.code, 'not_found');
   });
 });
 
