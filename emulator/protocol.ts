@@ -389,6 +389,24 @@ export function nameProblem(name: string): string | null {
  * the stack. Shared by the clients' request encoding and the engine (in-process callers).
  */
 export function nonFiniteAt(root: unknown): string | null {
+  // Almost every value has none: a quick look without bookkeeping first (a few times cheaper than
+  // JSON.stringify), the walk that keeps the path only when there is something to name.
+  return holdsNonFinite(root, 0) ? pathToNonFinite(root) : null;
+}
+
+function holdsNonFinite(v: unknown, depth: number): boolean {
+  if (typeof v === 'number') return !Number.isFinite(v);
+  if (typeof v !== 'object' || v === null || typeof (v as { toJSON?: unknown }).toJSON === 'function') return false;
+  if (depth > 256) return pathToNonFinite(v) !== null; // deeper: the iterative walk, so the stack holds
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (holdsNonFinite(v[i], depth + 1)) return true;
+    return false;
+  }
+  for (const k in v) if (Object.prototype.hasOwnProperty.call(v, k) && holdsNonFinite((v as Record<string, unknown>)[k], depth + 1)) return true;
+  return false;
+}
+
+function pathToNonFinite(root: unknown): string | null {
   type Step = { v: unknown; up: Step | null; key: string | number | null };
   const stack: Step[] = [{ v: root, up: null, key: null }];
   while (stack.length > 0) {

@@ -226,6 +226,14 @@ describe('clients: bodies JSON cannot carry', function () {
     assert.deepEqual((await q.pull())[0].body, { at: '1970-01-01T00:00:00.000Z', none: null, n: 1.5 });
   });
 
+  it('a NaN deep inside a body is found and named (past the quick check\'s depth, and in a key that needs quoting)', async () => {
+    let v: unknown = { 'a b': [NaN] };
+    for (let i = 0; i < 300; i++) v = [v];
+    const e = await rejects(cache.queue('deep-nan').push({ v }));
+    assert.equal(e.code, 'invalid_argument');
+    assert.match(e.message, new RegExp(`^push: body\\.v${'\\[0\\]'.repeat(300)}\\["a b"\\]\\[0\\] is not a JSON value`));
+  });
+
   it('a body nested deeper than the stack allows is refused invalid_argument, not a bare RangeError', async () => {
     let deep: unknown = null;
     for (let i = 0; i < 12_000; i++) deep = [deep];
