@@ -104,16 +104,20 @@ function idsFlag(args: Args): string[] | undefined {
   return ids;
 }
 
+/** JSON text given on the command line, or a usage error naming what it was for. */
+function jsonArg(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${what} is not JSON: ${(e as Error).message}`);
+  }
+}
+
 /** `--attributes '{"k":"v"}'`: a JSON object, as the extension's push form takes. */
 function attributesFlag(args: Args): Record<string, unknown> | undefined {
   const v = flag(args, 'attributes');
   if (v === undefined) return undefined;
-  let o: unknown;
-  try {
-    o = JSON.parse(v);
-  } catch (e) {
-    throw new UsageError(`--attributes is not JSON: ${(e as Error).message}`);
-  }
+  const o = jsonArg(v, '--attributes');
   if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new UsageError('--attributes must be a JSON object, such as {"source":"cli"}');
   return o as Record<string, unknown>;
 }
@@ -307,12 +311,7 @@ async function client(cmd: string, args: Args): Promise<void> {
         const queue = need(args, 1, 'queue name');
         const text = need(args, 2, 'BODY (JSON, or - for stdin)');
         const raw = text === '-' ? await readStdin() : text;
-        let body: unknown;
-        try {
-          body = JSON.parse(raw);
-        } catch (e) {
-          throw new UsageError(`BODY is not JSON: ${(e as Error).message}`);
-        }
+        const body = jsonArg(raw, 'BODY');
         const r = await conn.request('push', { namespace: ns(args), queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), attributes: attributesFlag(args), create: 'cache' });
         out(r, r.deduped ? `deduped: ${r.id} already holds that key` : `pushed ${r.id}`);
         break;

@@ -394,9 +394,14 @@ export function nonFiniteAt(root: unknown): string | null {
   return holdsNonFinite(root, 0) ? pathToNonFinite(root) : null;
 }
 
+/** Something to look inside: an object or array that JSON writes field by field (not a Date, nor any value with a toJSON). */
+function container(v: unknown): v is object {
+  return typeof v === 'object' && v !== null && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
+}
+
 function holdsNonFinite(v: unknown, depth: number): boolean {
   if (typeof v === 'number') return !Number.isFinite(v);
-  if (typeof v !== 'object' || v === null || typeof (v as { toJSON?: unknown }).toJSON === 'function') return false;
+  if (!container(v)) return false;
   if (depth > 256) return pathToNonFinite(v) !== null; // deeper: the iterative walk, so the stack holds
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) if (holdsNonFinite(v[i], depth + 1)) return true;
@@ -416,8 +421,7 @@ function pathToNonFinite(root: unknown): string | null {
       if (!Number.isFinite(v)) return pathOf(step);
       continue;
     }
-    // A Date, or any value with a toJSON, is written as it says.
-    if (typeof v !== 'object' || v === null || typeof (v as { toJSON?: unknown }).toJSON === 'function') continue;
+    if (!container(v)) continue;
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], up: step, key: i });
     } else {

@@ -337,14 +337,13 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
    * outlives stop().
    */
   async function finishOrTimeOut(h: { work: Promise<void>; leaseUntil: number }): Promise<void> {
-    let done = false;
-    void h.work.then(() => (done = true));
     for (;;) {
       const now = await transport.request('clock.now', {}).then((r) => r.now, () => Date.now());
-      if (done || now >= h.leaseUntil) return;
+      if (now >= h.leaseUntil) return;
       const wake = new AbortController();
-      await Promise.race([h.work, pause(Math.min(h.leaseUntil - now, 100), wake.signal)]);
+      const finished = await Promise.race([h.work.then(() => true), pause(Math.min(h.leaseUntil - now, 100), wake.signal).then(() => false)]);
       wake.abort();
+      if (finished) return;
     }
   }
 
