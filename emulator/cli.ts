@@ -224,11 +224,7 @@ async function start(args: Args): Promise<void> {
     }
     return fail('start', err.message);
   }
-  say(
-    { event: 'listening', url: emu.url, http: emu.httpUrl, token: emu.token, pid: process.pid, dataDir: dataDir ?? null, clock: clockFlag },
-    `Quayside emulator listening on ${emu.url} (HTTP ${emu.httpUrl}), data ${dataDir ? 'in ' + path.relative(process.cwd(), dataDir) + '/' : 'in memory'}${clockFlag === 'virtual' ? ', virtual clock' : ''}\n` +
-      `  export QUAYSIDE_URL=${emu.url}\n  export QUAYSIDE_TOKEN=${emu.token}\nCtrl-C stops it.`,
-  );
+  // Signals are handled before the banner: whoever reads it may stop us at once.
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
@@ -241,6 +237,11 @@ async function start(args: Args): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  say(
+    { event: 'listening', url: emu.url, http: emu.httpUrl, token: emu.token, pid: process.pid, dataDir: dataDir ?? null, clock: clockFlag },
+    `Quayside emulator listening on ${emu.url} (HTTP ${emu.httpUrl}), data ${dataDir ? 'in ' + path.relative(process.cwd(), dataDir) + '/' : 'in memory'}${clockFlag === 'virtual' ? ', virtual clock' : ''}\n` +
+      `  export QUAYSIDE_URL=${emu.url}\n  export QUAYSIDE_TOKEN=${emu.token}\nCtrl-C stops it.`,
+  );
   if (args.flags['exit-with-parent'] === true) {
     // The parent holds our stdin open; when it dies the pipe closes and we go too.
     process.stdin.on('end', () => void stop('parent exited'));
@@ -284,6 +285,12 @@ async function readStdin(): Promise<string> {
 async function client(cmd: string, args: Args): Promise<void> {
   checkFlags(cmd, args);
   const { Connection } = require('./clients/connection') as typeof import('./clients/connection');
+  const { resolveUrl } = require('./clients/transport') as typeof import('./clients/transport');
+  try {
+    resolveUrl(flag(args, 'url'));
+  } catch (e) {
+    throw new UsageError(`${(e as Error).message} (from ${flag(args, 'url') !== undefined ? '--url' : 'QUAYSIDE_URL'})`);
+  }
   const conn: ConnectionT = new Connection({ url: flag(args, 'url'), token: flag(args, 'token'), client: 'quayside-cli', connectTimeoutMs: 2000 });
   const asJson = args.flags.json === true;
   const out = (data: unknown, text: string) => process.stdout.write((asJson ? JSON.stringify(data, null, 2) : text) + '\n');
@@ -399,7 +406,9 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = usage ? 64 : err.code === 'unavailable' ? 69 : 1;
     if (args.flags.json === true) {
       // A script asked for JSON: the error is JSON too (on stderr, so stdout stays the result).
-      process.stderr.write(JSON.stringify({ error: { code: usage ? 'usage' : err.code ?? 'internal', message: err.message } }) + '\n');
+      // resetAt (quota_exceeded) and details ride along, as in the protocol's error.
+      const { resetAt, details } = err as { resetAt?: number; details?: Record<string, unknown> };
+      process.stderr.write(JSON.stringify({ error: { code: usage ? 'usage' : err.code ?? 'internal', message: err.message, ...(resetAt !== undefined ? { resetAt } : {}), ...(details ? { details } : {}) } }) + '\n');
     } else if (usage) {
       process.stderr.write(`quayside: ${err.message}\n\n${USAGE}\n`);
     } else {

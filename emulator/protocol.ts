@@ -277,8 +277,11 @@ export interface Ops {
   unsubscribe: { args: { subscription: string }; result: { ok: boolean } };
   /** Set (or clear with null) an env queue's consumer app. */
   'consumer.set': { args: QueueRef & OfDialect & { consumer: Partial<ConsumerSettings> & { appId: string } | null }; result: QueueInfo };
-  /** Register this connection as the push-delivery target of the queue's consumer. */
-  'consumer.attach': { args: QueueRef & OfDialect; result: { consumer: string; settings: ConsumerSettings } };
+  /**
+   * Register this connection as a push-delivery target of the queue's consumer. With `appId` it
+   * receives batches only while that app is the queue's consumer app; without, whichever app is.
+   */
+  'consumer.attach': { args: QueueRef & OfDialect & { appId?: string }; result: { consumer: string; settings: ConsumerSettings } };
   /** A delivered batch's handler finished: frees its concurrency slot. */
   'consumer.done': { args: { consumer: string; batch: string }; result: { ok: boolean } };
   'consumer.detach': { args: { consumer: string }; result: { ok: boolean } };
@@ -329,6 +332,65 @@ export const OP_NAMES: readonly OpName[] = [
   'audit.list', 'subscribe', 'unsubscribe', 'consumer.set', 'consumer.attach', 'consumer.done',
   'consumer.detach', 'clock.now', 'clock.advance', 'cancel', 'token.create',
 ];
+
+type KeysOf<T> = T extends unknown ? keyof T & string : never;
+const REF = ['namespace', 'queue', 'queueId', 'dialect'] as const;
+
+/** The fields of one message in `push` / `push.batch`. */
+export const PUSH_INPUT_KEYS: readonly (keyof PushInput)[] = ['body', 'delayMs', 'dedupeKey', 'dedupeTtlMs', 'attributes', 'contentType', 'orderingKey', 'meta'];
+
+/**
+ * The arguments each operation takes. The server refuses any other (a misspelt `ids` must not
+ * purge every dead letter, a misspelt `delayMs` must not deliver now): `invalid_argument`.
+ * `dialect` is accepted wherever a queue is named (see OfDialect).
+ */
+export const OP_ARGS: { readonly [K in OpName]: readonly (KeysOf<OpArgs<K>> | (typeof REF)[number])[] } = {
+  hello: ['version', 'token', 'client'],
+  'queue.create': [...REF, 'policy', 'ifNotExists'],
+  'queue.configure': [...REF, 'policy'],
+  'queue.delete': REF,
+  'queue.get': [...REF, 'id'],
+  'queue.list': ['namespace', 'dialect'],
+  'namespace.list': [],
+  'namespace.configure': ['namespace', 'dailyQuota'],
+  push: [...REF, ...PUSH_INPUT_KEYS, 'create'],
+  'push.batch': [...REF, 'messages', 'create'],
+  pull: [...REF, 'max', 'leaseMs', 'waitMs', 'waitUntil', 'consumerId'],
+  ack: [...REF, 'receipt'],
+  'ack.batch': [...REF, 'receipts'],
+  nack: [...REF, 'receipt', 'delayMs', 'reason', 'error', 'dead'],
+  extend: [...REF, 'receipt', 'leaseMs'],
+  peek: [...REF, 'states', 'limit', 'cursor', 'search'],
+  'message.get': [...REF, 'id'],
+  'dead.list': [...REF, 'limit', 'cursor'],
+  'dead.replay': [...REF, 'ids', 'max'],
+  'dead.purge': [...REF, 'ids'],
+  purge: [...REF, 'confirm'],
+  stats: REF,
+  'audit.list': ['namespace', 'queue', 'limit'],
+  subscribe: ['namespace', 'queue'],
+  unsubscribe: ['subscription'],
+  'consumer.set': [...REF, 'consumer'],
+  'consumer.attach': [...REF, 'appId'],
+  'consumer.done': ['consumer', 'batch'],
+  'consumer.detach': ['consumer'],
+  'clock.now': [],
+  'clock.advance': ['ms'],
+  cancel: ['request'],
+  'token.create': ['access', 'namespace', 'name'],
+};
+
+/**
+ * The first key of `obj` not in `allowed` (one whose value is undefined counts as absent, as JSON
+ * leaves it out), with a message completing "<where>: …", or null.
+ */
+export function unknownKeyProblem(obj: Record<string, unknown>, allowed: readonly string[]): string | null {
+  for (const k of Object.keys(obj)) {
+    if (obj[k] === undefined || allowed.includes(k)) continue;
+    return `unknown argument "${k.slice(0, 60)}"; it takes ${allowed.length ? allowed.join(', ') : 'none'}`;
+  }
+  return null;
+}
 
 /**
  * Why an env `contentType` other than json / text / bytes is refused, or null when it is a label the
@@ -381,17 +443,31 @@ export function nameProblem(name: string): string | null {
   return null;
 }
 
+/** A value JSON.stringify writes as `null` without a word, and why. */
+export interface LossyNull {
+  /** Path suffix from the value passed in (".a[2].b"; "" for the value itself). */
+  path: string;
+  /** What sits there, for the error: "NaN", "Infinity", "a function", "undefined" or "a symbol". */
+  what: string;
+}
+
 /**
- * Where a value holds a number JSON cannot carry (NaN, Infinity), as a path suffix (".a[2].b", ""
- * for the value itself), or null. JSON.stringify writes them as null without a word, so a body
- * would arrive changed; callers look only once the JSON text has a null in it. Call it on a value
- * JSON.stringify has already written (so it has no cycle). Iterative: a deep value cannot overflow
- * the stack. Shared by the clients' request encoding and the engine (in-process callers).
+ * Where a value holds something JSON.stringify would write as null, so a body would arrive
+ * changed: NaN or ±Infinity anywhere, or undefined, a function or a symbol as an array element.
+ * (As an object's property JSON leaves those out, as every JSON-based SDK does: not refused.)
+ * Callers look only once the JSON text has a null in it. Call it on a value JSON.stringify has
+ * already written (so it has no cycle). Iterative: a deep value cannot overflow the stack. Shared
+ * by the clients' request encoding and the engine (in-process callers).
  */
-export function nonFiniteAt(root: unknown): string | null {
+export function lossyNullAt(root: unknown): LossyNull | null {
   // Almost every value has none: a quick look without bookkeeping first (a few times cheaper than
   // JSON.stringify), the walk that keeps the path only when there is something to name.
-  return holdsNonFinite(root, 0) ? pathToNonFinite(root) : null;
+  return holdsLossyNull(root, 0) ? pathToLossyNull(root) : null;
+}
+
+/** The error text for a LossyNull at `where` ("push: body.a[1]"). */
+export function lossyNullMessage(where: string, found: LossyNull): string {
+  return `${where} is not a JSON value: it is ${found.what}, which JSON would write as null`;
 }
 
 /** Something to look inside: an object or array that JSON writes field by field (not a Date, nor any value with a toJSON). */
@@ -399,34 +475,46 @@ function container(v: unknown): v is object {
   return typeof v === 'object' && v !== null && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
 }
 
-function holdsNonFinite(v: unknown, depth: number): boolean {
+/** What JSON would write as null in an array (`inArray`) or anywhere, or null if nothing. */
+function lossy(v: unknown, inArray: boolean): string | null {
+  const t = typeof v;
+  if (t === 'number') return Number.isFinite(v) ? null : String(v);
+  if (!inArray) return null;
+  if (t === 'undefined') return 'undefined';
+  if (t === 'function') return 'a function';
+  if (t === 'symbol') return 'a symbol';
+  return null;
+}
+
+function holdsLossyNull(v: unknown, depth: number): boolean {
   if (typeof v === 'number') return !Number.isFinite(v);
   if (!container(v)) return false;
-  if (depth > 256) return pathToNonFinite(v) !== null; // deeper: the iterative walk, so the stack holds
+  if (depth > 256) return pathToLossyNull(v) !== null; // deeper: the iterative walk, so the stack holds
   if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) if (holdsNonFinite(v[i], depth + 1)) return true;
+    for (let i = 0; i < v.length; i++) {
+      const e = v[i];
+      if (e === undefined || typeof e === 'function' || typeof e === 'symbol' || holdsLossyNull(e, depth + 1)) return true;
+    }
     return false;
   }
-  for (const k in v) if (Object.prototype.hasOwnProperty.call(v, k) && holdsNonFinite((v as Record<string, unknown>)[k], depth + 1)) return true;
+  for (const k in v) if (Object.prototype.hasOwnProperty.call(v, k) && holdsLossyNull((v as Record<string, unknown>)[k], depth + 1)) return true;
   return false;
 }
 
-function pathToNonFinite(root: unknown): string | null {
-  type Step = { v: unknown; up: Step | null; key: string | number | null };
-  const stack: Step[] = [{ v: root, up: null, key: null }];
+function pathToLossyNull(root: unknown): LossyNull | null {
+  type Step = { v: unknown; up: Step | null; key: string | number | null; inArray: boolean };
+  const stack: Step[] = [{ v: root, up: null, key: null, inArray: false }];
   while (stack.length > 0) {
     const step = stack.pop()!;
     const v = step.v;
-    if (typeof v === 'number') {
-      if (!Number.isFinite(v)) return pathOf(step);
-      continue;
-    }
+    const what = lossy(v, step.inArray);
+    if (what !== null) return { path: pathOf(step), what };
     if (!container(v)) continue;
     if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], up: step, key: i });
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], up: step, key: i, inArray: true });
     } else {
       const keys = Object.keys(v);
-      for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]], up: step, key: keys[i] });
+      for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]], up: step, key: keys[i], inArray: false });
     }
   }
   return null;

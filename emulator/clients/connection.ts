@@ -61,7 +61,12 @@ export class Connection implements Transport {
   /** The emulator's address: the one in use while connected, otherwise the one the next dial will use. */
   get url(): string {
     const live = this.state === 'open' || this.state === 'connecting';
-    return live && this.activeUrl !== null ? this.activeUrl : resolveUrl(this.urlOpt);
+    if (live && this.activeUrl !== null) return this.activeUrl;
+    try {
+      return resolveUrl(this.urlOpt);
+    } catch {
+      return this.urlOpt ?? process.env.QUAYSIDE_URL ?? ''; // not a URL: dialling it says so
+    }
   }
 
   get isOpen(): boolean {
@@ -83,7 +88,13 @@ export class Connection implements Transport {
 
   private dial(): Promise<void> {
     // Read the environment now, so a reconnect also picks up a changed QUAYSIDE_URL / QUAYSIDE_TOKEN.
-    const url = resolveUrl(this.urlOpt);
+    let url: string;
+    try {
+      url = resolveUrl(this.urlOpt);
+    } catch (e) {
+      if (this.state !== 'closed') this.state = 'idle';
+      return Promise.reject(e);
+    }
     const token = resolveToken(this.tokenOpt);
     this.activeUrl = url;
     return new Promise<void>((resolve, reject) => {

@@ -360,7 +360,7 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     attaching = true;
     try {
       await transport.request('consumer.set', { ...ref, consumer: settings as { appId: string } });
-      const r = await transport.request('consumer.attach', ref);
+      const r = await transport.request('consumer.attach', { ...ref, appId });
       consumerId = r.consumer;
     } finally {
       attaching = false;

@@ -1,5 +1,5 @@
 import { QuaysideError } from '../errors';
-import { LIMITS, nonFiniteAt, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
+import { LIMITS, lossyNullAt, lossyNullMessage, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -35,7 +35,15 @@ export function resolveUrl(url?: string): string {
   // An empty variable counts as unset (`QUAYSIDE_URL= cmd`), as for the token.
   const u = url ?? (process.env.QUAYSIDE_URL || 'ws://127.0.0.1:7433');
   // Accept the HTTP form of the same port too.
-  return u.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '');
+  const out = u.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '');
+  let ok = false;
+  try {
+    ok = /^wss?:$/.test(new URL(out).protocol);
+  } catch {
+    // not a URL at all: refused below
+  }
+  if (!ok) throw new QuaysideError('invalid_argument', `url ${JSON.stringify(u.slice(0, 200))} is not a ws:// (or http://) URL of the emulator, such as ws://127.0.0.1:7433`);
+  return out;
 }
 
 export function resolveToken(token?: string): string | undefined {
@@ -45,8 +53,8 @@ export function resolveToken(token?: string): string | undefined {
 /**
  * JSON text of `value` (a request's `args`, or the whole frame around them). A value JSON cannot
  * encode (a BigInt, a cycle) fails `invalid_argument` naming the argument, before anything is
- * sent, instead of a bare TypeError from JSON.stringify; so does a NaN or Infinity, which it would
- * write as null (looked for only when the text has a null), naming where it sits.
+ * sent, instead of a bare TypeError from JSON.stringify; so does what it would write as null (a NaN,
+ * an Infinity, an undefined array element; looked for only when the text has a null), naming where it sits.
  */
 export function argsJson(op: string, args: unknown, value: unknown = args): string {
   let text: string;
@@ -56,10 +64,10 @@ export function argsJson(op: string, args: unknown, value: unknown = args): stri
     throw notSerialisable(op, args, e);
   }
   if (text.includes('null')) {
-    const at = nonFiniteAt(args);
-    if (at !== null) {
-      const field = /^\.?([^.[]+)/.exec(at)?.[1];
-      throw new QuaysideError('invalid_argument', `${op}: ${at.replace(/^\./, '')} is not a JSON value: JSON has no NaN or Infinity (it would arrive as null)`, field ? { details: { field } } : {});
+    const found = lossyNullAt(args);
+    if (found !== null) {
+      const field = /^\.?([^.[]+)/.exec(found.path)?.[1];
+      throw new QuaysideError('invalid_argument', lossyNullMessage(`${op}: ${found.path.replace(/^\./, '')}`, found), field ? { details: { field } } : {});
     }
   }
   return text;

@@ -4,6 +4,8 @@ import type { ConsumerSettings, Delivery } from '../protocol';
 export interface Attachment {
   id: string;
   queueId: number;
+  /** The app it runs: it gets batches only while that app is the queue's consumer (null: any app). */
+  appId: string | null;
   deliver: (batch: string, messages: Delivery[]) => void;
 }
 
@@ -26,8 +28,8 @@ export class ConsumerHub {
   private byQueue = new Map<number, QueueConsumers>();
   private seq = 0;
 
-  attach(queueId: number, deliver: Attachment['deliver']): Attachment {
-    const a: Attachment = { id: `c_${++this.seq}_${Math.random().toString(36).slice(2, 8)}`, queueId, deliver };
+  attach(queueId: number, appId: string | null, deliver: Attachment['deliver']): Attachment {
+    const a: Attachment = { id: `c_${++this.seq}_${Math.random().toString(36).slice(2, 8)}`, queueId, appId, deliver };
     let q = this.byQueue.get(queueId);
     if (!q) {
       q = { attachments: [], next: 0, inflight: new Map(), batchDueAt: null };
@@ -73,17 +75,23 @@ export class ConsumerHub {
     return null;
   }
 
+  /** Batches that may start now: none while no attachment runs the queue's consumer app. */
   freeSlots(queueId: number, settings: ConsumerSettings): number {
     const q = this.byQueue.get(queueId);
-    if (!q || q.attachments.length === 0) return 0;
+    if (!q || !q.attachments.some((a) => runs(a, settings.appId))) return 0;
     return Math.max(0, settings.maxConcurrency - q.inflight.size);
   }
 
-  /** Picks the next attachment round-robin and records the batch as in flight. */
-  start(queueId: number, until: number): { attachment: Attachment; batch: string } | null {
+  /** Picks the next attachment that runs `appId`, round-robin, and records the batch as in flight. */
+  start(queueId: number, appId: string, until: number): { attachment: Attachment; batch: string } | null {
     const q = this.byQueue.get(queueId);
-    if (!q || q.attachments.length === 0) return null;
-    const attachment = q.attachments[q.next++ % q.attachments.length];
+    if (!q) return null;
+    let attachment: Attachment | undefined;
+    for (let i = 0; i < q.attachments.length && !attachment; i++) {
+      const a = q.attachments[q.next++ % q.attachments.length];
+      if (runs(a, appId)) attachment = a;
+    }
+    if (!attachment) return null;
     const batch = `b_${++this.seq}`;
     q.inflight.set(batch, { attachment: attachment.id, until });
     return { attachment, batch };
@@ -111,4 +119,8 @@ export class ConsumerHub {
     }
     return t;
   }
+}
+
+function runs(a: Attachment, appId: string): boolean {
+  return a.appId === null || a.appId === appId;
 }

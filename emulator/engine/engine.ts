@@ -87,6 +87,11 @@ interface Ref {
    * operation then acts only on that very queue, not on one made under its name since.
    */
   queueId?: unknown;
+  /**
+   * The dialect the caller sees (a face names its own): a queue of another dialect is then not
+   * found, with the same error as a missing one.
+   */
+  dialect?: unknown;
 }
 
 /**
@@ -272,19 +277,9 @@ export class Engine {
     const name = v.name(ref.queue, 'queue');
     const pinned = v.optStr(ref.queueId, 'queueId', LIMITS.maxNameChars);
     if (actor && actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}", not "${ns}"`);
+    const want = dialectArg(ref.dialect);
     const q = this.store.queueByName(ns, name);
-    if (!q || (pinned !== undefined && q.pub_id !== pinned)) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
-    return q;
-  }
-
-  /**
-   * queueRow for a caller that sees only one dialect's queues (`dialect` given): a queue of another
-   * dialect is not found, with the same error as a missing one.
-   */
-  private queueOf(ref: Ref, actor: Actor, dialect: unknown): QueueRow {
-    const want = dialectArg(dialect);
-    const q = this.queueRow(ref, actor);
-    if (want !== undefined && q.dialect !== want) throw notFound(`queue "${q.name}" not found in namespace "${q.ns}"`);
+    if (!q || (pinned !== undefined && q.pub_id !== pinned) || (want !== undefined && q.dialect !== want)) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
     return q;
   }
 
@@ -358,9 +353,16 @@ export class Engine {
   configureQueue(args: Ref & { policy: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
     return this.op(() => {
       const q = this.queueRow(args, actor);
-      const policy = mergePolicy(this.policyOf(q), v.obj(args.policy, 'policy'));
+      const before = this.policyOf(q);
+      const policy = mergePolicy(before, v.obj(args.policy, 'policy'));
       this.store.setPolicy(q.id, JSON.stringify(policy));
       this.policies.delete(q.id);
+      // Age limits are the queue's current settings, for the messages already in it too; what a
+      // shorter limit makes overdue goes now, in this transaction, so the answer shows it gone.
+      if (policy.maxMessageAgeMs !== before.maxMessageAgeMs || policy.deadRetentionMs !== before.deadRetentionMs) {
+        this.store.reExpire(q.id, { from: before.maxMessageAgeMs, to: policy.maxMessageAgeMs }, policy.deadRetentionMs - before.deadRetentionMs);
+        this.applyDue();
+      }
       this.note(q, 'queue_updated', []);
       return this.info(this.store.queueById(q.id)!, this.clock.now());
     });
@@ -389,7 +391,8 @@ export class Engine {
   private lookup(args: Ref | { id: string }, actor: Actor): QueueRow {
     if ('id' in args && args.id !== undefined) {
       const q = typeof args.id === 'string' ? this.store.queueByPubId(args.id) : undefined;
-      if (!q || (actor.namespace !== null && actor.namespace !== q.ns)) throw notFound(`queue ${v.describe(args.id)} not found`);
+      const want = dialectArg((args as { dialect?: unknown }).dialect);
+      if (!q || (actor.namespace !== null && actor.namespace !== q.ns) || (want !== undefined && q.dialect !== want)) throw notFound(`queue ${v.describe(args.id)} not found`);
       return q;
     }
     return this.queueRow(args as Ref, actor);
@@ -461,7 +464,7 @@ export class Engine {
     if (want !== undefined && create !== undefined && create !== want) throw invalid(`create (${v.describe(create)}) and dialect ("${want}") must name the same dialect`);
     let q: QueueRow;
     try {
-      q = this.queueOf(ref, actor, want);
+      q = this.queueRow(ref, actor);
     } catch (e) {
       // Only a queue that is missing is created; one of another dialect stays not found.
       // Nor is one made when the caller pinned a queue (queueId) that is gone.
@@ -890,11 +893,14 @@ export class Engine {
     if (ids === undefined || ids === null) return null;
     if (!Array.isArray(ids)) throw invalid('ids must be an array of message ids');
     if (ids.length > 10000) throw invalid('at most 10000 ids at once');
-    const out = ids.map((id) => {
+    const out: number[] = [];
+    for (const id of ids) {
+      if (typeof id !== 'string' || id.length === 0 || id.length > 64) throw invalid(`ids must hold message ids (non-empty strings); got ${v.describe(id)}`);
+      // Ids are opaque to callers: one that names no message (of this emulator's form or not)
+      // matches nothing, as an unknown m_… does, the way a made-up receipt settles nothing.
       const n = parseMessageId(id);
-      if (n === null) throw invalid(`${v.describe(id)} is not a message id`);
-      return n;
-    });
+      if (n !== null) out.push(n);
+    }
     return [...new Set(out)];
   }
 
@@ -940,7 +946,7 @@ export class Engine {
 
   setConsumer(args: Ref & { consumer: unknown; dialect?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
     return this.op(() => {
-      const q = this.queueOf(args, actor, args.dialect);
+      const q = this.queueRow(args, actor);
       if (q.dialect !== 'env') throw conflict(`queue "${q.name}" is a ${q.dialect} queue; only env queues have consumer apps`);
       const next = args.consumer === null ? null : consumerSettings(v.obj(args.consumer, 'consumer'), this.policyOf(q).leaseMs);
       this.store.setConsumer(q.id, next ? JSON.stringify(next) : null);
@@ -950,13 +956,17 @@ export class Engine {
     });
   }
 
-  /** Makes `deliver` receive the queue's batches; the queue must have a consumer app set. */
-  attachConsumer(args: Ref & { dialect?: unknown }, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR): Promise<{ consumer: string; settings: ConsumerSettings }> {
+  /**
+   * Makes `deliver` receive the queue's batches (only while `appId`, if given, is the queue's
+   * consumer app, as a platform calls only the app set as consumer); the queue must have one set.
+   */
+  attachConsumer(args: Ref & { dialect?: unknown; appId?: unknown }, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR): Promise<{ consumer: string; settings: ConsumerSettings }> {
     return this.op(() => {
-      const q = this.queueOf(args, actor, args.dialect);
+      const q = this.queueRow(args, actor);
+      const appId = v.optStr(args.appId, 'appId', 200) ?? null;
       const settings = this.settings(q).consumer;
       if (!settings) throw conflict(`queue "${q.name}" has no consumer app; set one first (consumer.set)`);
-      const a = this.consumers.attach(q.id, deliver);
+      const a = this.consumers.attach(q.id, appId, deliver);
       this.touched.add(q.id);
       return { consumer: a.id, settings };
     });
@@ -1009,7 +1019,7 @@ export class Engine {
               break;
             }
           }
-          const started = this.consumers.start(q.id, now + s.visibilityMs);
+          const started = this.consumers.start(q.id, s.appId, now + s.visibilityMs);
           if (!started) break;
           const got = this.claimNow(this.store.queueById(q.id)!, s.maxBatchSize, s.visibilityMs);
           sends.push(() => started.attachment.deliver(started.batch, got));

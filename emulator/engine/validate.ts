@@ -1,5 +1,5 @@
 import { invalid } from '../errors';
-import { LIMITS, nameProblem, nonFiniteAt } from '../protocol';
+import { LIMITS, lossyNullAt, lossyNullMessage, nameProblem } from '../protocol';
 
 // Argument checks shared by every operation: each names the field and what was wrong.
 
@@ -64,11 +64,11 @@ export function serialise(v: unknown, what: string): string {
     throw invalid(`${what} is not JSON-serialisable: ${(e as Error).message}`);
   }
   if (text === undefined) throw invalid(`${what} is not a JSON value`);
-  // NaN and Infinity come out as null (only from callers in this process: JSON.parse never makes
-  // them). Looked for only when the text has a null, so a plain body pays nothing.
+  // NaN, Infinity and holes like [undefined] come out as null (only from callers in this process:
+  // JSON.parse never makes them). Looked for only when the text has a null, so a plain body pays nothing.
   if (text.includes('null')) {
-    const at = nonFiniteAt(v);
-    if (at !== null) throw invalid(`${what}${at} is not a JSON value: JSON has no NaN or Infinity`);
+    const found = lossyNullAt(v);
+    if (found !== null) throw invalid(lossyNullMessage(`${what}${found.path}`, found));
   }
   return text;
 }

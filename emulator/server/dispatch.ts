@@ -1,6 +1,6 @@
 import { QuaysideError, invalid } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
-import { PROTOCOL_VERSION, READ_OPS, OP_NAMES, LIMITS, type Access, type OpName, type ResponseFrame, type ServerEvent, type WireError } from '../protocol';
+import { PROTOCOL_VERSION, READ_OPS, OP_NAMES, OP_ARGS, PUSH_INPUT_KEYS, LIMITS, unknownKeyProblem, type Access, type OpName, type ResponseFrame, type ServerEvent, type WireError } from '../protocol';
 import * as v from '../engine/validate';
 import { authorize, resolveToken } from './auth';
 
@@ -141,6 +141,7 @@ export async function dispatch(engine: Engine, s: Session, frame: unknown): Prom
     const args = f.args === undefined || f.args === null ? {} : f.args;
     if (typeof args !== 'object' || Array.isArray(args)) throw invalid('args must be an object');
     const a = args as Record<string, unknown>;
+    checkArgKeys(op as OpName, a);
     if (op === 'hello') return { id, ok: true, result: hello(engine, s, a) };
     if (!s.actor || !s.access) throw new QuaysideError('unauthorized', 'send hello with a token first');
     authorize(s.access, op as OpName, READ_OPS);
@@ -148,6 +149,18 @@ export async function dispatch(engine: Engine, s: Session, frame: unknown): Prom
     return { id, ok: true, result };
   } catch (e) {
     return { id, ok: false, error: wireError(e) };
+  }
+}
+
+/** Refuses an argument the operation does not take, so a misspelt one cannot act as absent. */
+function checkArgKeys(op: OpName, a: Record<string, unknown>): void {
+  const problem = unknownKeyProblem(a, OP_ARGS[op]);
+  if (problem) throw invalid(`${op}: ${problem}`);
+  if (op === 'push.batch' && Array.isArray(a.messages)) {
+    a.messages.forEach((m, i) => {
+      const p = m !== null && typeof m === 'object' && !Array.isArray(m) ? unknownKeyProblem(m as Record<string, unknown>, PUSH_INPUT_KEYS) : null;
+      if (p) throw invalid(`${op}: messages[${i}]: ${p}`);
+    });
   }
 }
 

@@ -130,6 +130,8 @@ export interface QueueStore {
   listQueues(ns?: string): QueueRow[];
   createQueue(pubId: string, ns: string, name: string, dialect: string, policy: string, consumer: string | null, now: number): QueueRow;
   setPolicy(queueId: number, policy: string): void;
+  /** Moves the queue's message expiries to a changed max message age and dead retention. */
+  reExpire(queueId: number, age: { from: number | null; to: number | null }, deadRetentionDelta: number): void;
   setConsumer(queueId: number, consumer: string | null): void;
   /** Deletes the queue with its messages, dedupe keys and lag history. */
   deleteQueue(queueId: number): void;

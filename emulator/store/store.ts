@@ -291,6 +291,10 @@ export class Store implements QueueStore {
       anyQuota: d.prepare<[], { n: number }>('SELECT EXISTS (SELECT 1 FROM namespaces WHERE daily_quota IS NOT NULL) AS n'),
       queueInsert: d.prepare('INSERT INTO queues (pub_id, ns, name, dialect, policy, consumer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       queuePolicy: d.prepare('UPDATE queues SET policy = ? WHERE id = ?'),
+      // A queue's age limits changed: its messages' expiries move with them (see reExpire).
+      shiftExpiry: d.prepare('UPDATE messages SET expires_at = expires_at + ? WHERE queue_id = ? AND state = ? AND expires_at IS NOT NULL'),
+      liveExpiryFrom: d.prepare('UPDATE messages SET expires_at = enqueued_at + ? WHERE queue_id = ? AND state IN (0, 1)'),
+      liveExpiryOff: d.prepare('UPDATE messages SET expires_at = NULL WHERE queue_id = ? AND state IN (0, 1)'),
       queueConsumer: d.prepare('UPDATE queues SET consumer = ? WHERE id = ?'),
       queueDelete: d.prepare('DELETE FROM queues WHERE id = ?'),
       queueCounts: d.prepare('UPDATE queues SET n_waiting = ?, n_leased = ?, n_dead = ?, live_bytes = ? WHERE id = ?'),
@@ -604,6 +608,25 @@ export class Store implements QueueStore {
 
   setPolicy(queueId: number, policy: string): void {
     this.s.queuePolicy.run(policy, queueId);
+  }
+
+  /**
+   * A queue's max message age or dead retention changed: each message's expiry keeps its start
+   * (first push or replay; death) and takes the new length. A limit newly set counts from the
+   * first push; one removed clears the live expiries. Expiries may now be earlier or already past:
+   * the due bound is dropped so the next look finds them.
+   */
+  reExpire(queueId: number, age: { from: number | null; to: number | null }, deadRetentionDelta: number): void {
+    if (age.from !== age.to) {
+      if (age.to === null) this.s.liveExpiryOff.run(queueId);
+      else if (age.from === null) this.s.liveExpiryFrom.run(age.to, queueId);
+      else {
+        this.s.shiftExpiry.run(age.to - age.from, queueId, WAITING);
+        this.s.shiftExpiry.run(age.to - age.from, queueId, LEASED);
+      }
+    }
+    if (deadRetentionDelta !== 0) this.s.shiftExpiry.run(deadRetentionDelta, queueId, DEAD);
+    this.dueFloor = undefined;
   }
 
   setConsumer(queueId: number, consumer: string | null): void {

@@ -197,7 +197,7 @@ describe('clients: bodies JSON cannot carry', function () {
     assert.equal((await q.stats()).depth, 0);
   });
 
-  it('NaN and Infinity, which JSON would turn into null, are refused by every face naming where they sit; nothing is sent', async () => {
+  it('what JSON would turn into null (NaN, Infinity, an undefined, function or symbol array element) is refused by every face naming where it sits; nothing is sent', async () => {
     const q = cache.queue('nonfinite');
     const env = createEnv({ project: fresh('nonfinite'), environment: 'dev', transport: conn });
     const s = remote.queue({ id: fresh('nonfinite'), transport: conn });
@@ -205,7 +205,11 @@ describe('clients: bodies JSON cannot carry', function () {
     await s.stats(); // set up, so that only a send could show below
     const ops = await framesSentDuring(async () => {
       for (const [call, re] of [
-        [() => q.push(NaN), /^push: body is not a JSON value: JSON has no NaN or Infinity/],
+        [() => q.push(NaN), /^push: body is not a JSON value: it is NaN, which JSON would write as null/],
+        [() => q.push([1, undefined]), /^push: body\[1\] is not a JSON value: it is undefined, which JSON would write as null/],
+        [() => q.push({ jobs: [() => 1] }), /^push: body\.jobs\[0\] is not a JSON value: it is a function/],
+        [() => s.send({ data: { tags: ['a', Symbol('b')] } }), /^send: data\.tags\[1\] is not a JSON value: it is a symbol/],
+        [() => s.send({ data: 1, meta: { list: [undefined] } }), /^send: meta\.list\[0\] is not a JSON value: it is undefined/],
         [() => q.push({ a: [1, { b: Infinity }] }), /^push: body\.a\[1\]\.b is not a JSON value/],
         [() => q.push({ 'odd key': -Infinity }), /^push: body\["odd key"\] is not a JSON value/],
         [() => env.queue.send('jobs', { n: NaN }), /^push: body\.n is not a JSON value/],
@@ -221,8 +225,9 @@ describe('clients: bodies JSON cannot carry', function () {
       }
     });
     assert.deepEqual(ops, [], 'nothing was sent');
-    // A Date (written by its toJSON) and a null in a body are JSON, and go through.
-    await q.push({ at: new Date(0), none: null, n: 1.5 });
+    // A Date (written by its toJSON) and a null in a body are JSON, and go through. A property
+    // that is undefined or a function is left out, as JSON.stringify (and every JSON SDK) does.
+    await q.push({ at: new Date(0), none: null, n: 1.5, later: undefined, fn: () => 1 });
     assert.deepEqual((await q.pull())[0].body, { at: '1970-01-01T00:00:00.000Z', none: null, n: 1.5 });
   });
 
@@ -285,11 +290,12 @@ describe('clients: bodies JSON cannot carry', function () {
     }
   });
 
-  it('the engine, called in this process, refuses NaN and Infinity too (over the wire they cannot arrive)', async () => {
+  it('the engine, called in this process, refuses NaN, Infinity and array holes too (over the wire they cannot arrive)', async () => {
     const ns = fresh('nonfinite-engine');
     for (const [args, re] of [
       [{ body: { a: NaN } }, /^body\.a is not a JSON value/],
       [{ body: 1, meta: [Infinity] }, /^meta\[0\] is not a JSON value/],
+      [{ body: { a: [undefined] } }, /^body\.a\[0\] is not a JSON value: it is undefined/],
     ] as const) {
       const e = await rejects(emu.engine.push({ namespace: ns, queue: 'q', create: 'cache', ...args }));
       assert.equal((e as QuaysideError).code, 'invalid_argument');

@@ -32,8 +32,8 @@ const WRITES: { op: string; args: Record<string, unknown>; breaks: Record<string
   { op: 'ack.batch', args: { receipts: ['r_1_1'] }, breaks: { receipts: [DEL, null, 'x', 5, {}, [5], [''], ['r_1_1', 7], Array.from({ length: 1001 }, () => 'r_1_1')] } },
   { op: 'nack', args: { receipt: 'r_1_1' }, breaks: { receipt: badReceipt, delayMs: badInt, reason: badStr.filter((x) => typeof x !== 'string' || x === ''), error: [5, {}, [], true], dead: ['yes', 1, {}] } },
   { op: 'extend', args: { receipt: 'r_1_1' }, breaks: { receipt: badReceipt, leaseMs: [0, ...badInt] } },
-  { op: 'dead.replay', args: { namespace: 'fz', queue: 'q' }, breaks: { namespace: badName, queue: badName, ids: ['x', 5, {}, [5], ['m_0'], ['m_x'], Array.from({ length: 10001 }, (_, i) => `m_${i + 1}`)], max: [0, 100001, ...badInt] } },
-  { op: 'dead.purge', args: { namespace: 'fz', queue: 'q' }, breaks: { namespace: badName, queue: badName, ids: ['x', 5, {}, [5], ['m_0'], [null]] } },
+  { op: 'dead.replay', args: { namespace: 'fz', queue: 'q' }, breaks: { namespace: badName, queue: badName, ids: ['x', 5, {}, [5], Array.from({ length: 10001 }, (_, i) => `m_${i + 1}`)], max: [0, 100001, ...badInt] } },
+  { op: 'dead.purge', args: { namespace: 'fz', queue: 'q' }, breaks: { namespace: badName, queue: badName, ids: ['x', 5, {}, [5], [null]] } },
   { op: 'purge', args: { namespace: 'fz', queue: 'q', confirm: 'q' }, breaks: { namespace: badName, queue: badName, confirm: [DEL, null, 'Q', 'q ', 5, {}] } },
   { op: 'queue.create', args: { namespace: 'fz', queue: 'fresh', dialect: 'cache' }, breaks: {
     namespace: badName, queue: badName, dialect: [DEL, null, 'kafka', 5, {}],

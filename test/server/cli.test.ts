@@ -68,6 +68,19 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     assert.equal(gone?.code, 1);
     assert.equal(JSON.parse(gone!.stderr).error.code, 'not_found');
   });
+
+  it('--json errors carry what the protocol\'s error does: quota_exceeded has its resetAt', async () => {
+    await emu.engine.configureNamespace({ namespace: 'cli-quota', dailyQuota: 1 });
+    const quota = ['--ns', 'cli-quota', '--url', emu.url, '--token', emu.token, '--json'];
+    await run(tsx, [cli, 'push', 'q', '1', ...quota]);
+    const e = await fails(run(tsx, [cli, 'push', 'q', '2', ...quota]));
+    assert.equal(e?.code, 1);
+    const err = JSON.parse(e!.stderr).error;
+    assert.equal(err.code, 'quota_exceeded');
+    const midnight = new Date(emu.clock.now());
+    midnight.setUTCHours(24, 0, 0, 0);
+    assert.equal(err.resetAt, midnight.getTime());
+  });
 });
 
 describe('quayside start: its options', function () {
@@ -98,6 +111,36 @@ describe('quayside start: its options', function () {
       assert.match(ev.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
     } finally {
       child.kill('SIGTERM');
+    }
+  });
+
+  it('a --url or QUAYSIDE_URL that is not a ws:// or http:// URL is a usage error (64); a client given one fails invalid_argument at once', async () => {
+    for (const [extra, env, from] of [[['--url', 'not a url'], {}, '--url'], [[], { QUAYSIDE_URL: 'ftp://127.0.0.1:1' }, 'QUAYSIDE_URL']] as const) {
+      const e = await fails(run(tsx, [cli, 'queues', ...extra, '--json'], { env: { ...process.env, ...env } }));
+      assert.equal(e?.code, 64, from);
+      const err = JSON.parse(e!.stderr).error;
+      assert.equal(err.code, 'usage');
+      assert.match(err.message, new RegExp(`is not a ws:// \\(or http://\\) URL .*\\(from ${from}\\)$`));
+    }
+    const c = createCache({ url: 'localhost:7433', namespace: 'x' });
+    await assert.rejects(c.queue('q').push(1), (e: Error & { code?: string }) => e.code === 'invalid_argument' && /url "localhost:7433"/.test(e.message));
+    await c.close();
+  });
+
+  it('start stops cleanly (exit 0, its data directory unlocked) on a SIGTERM sent the moment it prints that it listens', async () => {
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    for (let round = 0; round < 3; round++) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-sigterm-'));
+      try {
+        const child = spawn(process.execPath, ['-r', 'tsx/cjs', cli, 'start', '--port', '0', '--data', dir, '--json'], { cwd: path.resolve(__dirname, '../..') });
+        const exited = new Promise<[number | null, string | null]>((r) => child.on('exit', (code, signal) => r([code, signal])));
+        child.stdout.once('data', () => child.kill('SIGTERM'));
+        assert.deepEqual(await exited, [0, null], `round ${round}`);
+        assert.equal(fs.existsSync(path.join(dir, 'quayside.lock')), false, 'the lock was released');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     }
   });
 

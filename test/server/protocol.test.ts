@@ -193,6 +193,47 @@ describe('server: the WebSocket protocol', () => {
     assert.equal((await c.request('queue.get', ref)).counts.ready, 3);
   });
 
+  it('an argument an operation does not take is invalid_argument naming it, and changes nothing: a misspelt ids purges no dead letter, a misspelt delay does not deliver now', async () => {
+    await c.request('push.batch', { ...ref, messages: [{ body: 1 }, { body: 2 }], create: 'cache' });
+    const pulled = (await c.request('pull', { ...ref, max: 2 })).messages;
+    for (const m of pulled) await c.request('nack', { receipt: m.receipt, dead: true });
+    const [dead1] = (await c.request('dead.list', ref)).messages;
+    const s = await raw(emu.url);
+    s.send({ id: 1, op: 'hello', args: { version: 1, token: emu.token } });
+    await s.reply(1);
+    const cases: [unknown, RegExp][] = [
+      [{ op: 'dead.purge', args: { ...ref, id: [dead1.id] } }, /^dead\.purge: unknown argument "id"; it takes namespace, queue, queueId, dialect, ids$/],
+      [{ op: 'dead.replay', args: { ...ref, idz: [dead1.id] } }, /^dead\.replay: unknown argument "idz"/],
+      [{ op: 'push', args: { ...ref, body: 3, delay: 60_000 } }, /^push: unknown argument "delay"/],
+      [{ op: 'push.batch', args: { ...ref, messages: [{ body: 4 }, { body: 5, dedupe: 'k' }] } }, /^push\.batch: messages\[1\]: unknown argument "dedupe"/],
+      [{ op: 'pull', args: { ...ref, lease: 600_000 } }, /^pull: unknown argument "lease"/],
+      [{ op: 'clock.now', args: { at: 1 } }, /^clock\.now: unknown argument "at"; it takes none$/],
+      [{ op: 'hello', args: { version: 1, token: emu.token, tokn: 'x' } }, /^hello: unknown argument "tokn"/],
+    ];
+    let id = 10;
+    for (const [frame, re] of cases) {
+      s.send({ id: ++id, ...(frame as object) });
+      const r = (await s.reply(id)) as { ok: boolean; error: { code: string; message: string } };
+      assert.equal(r.ok, false, String(re));
+      assert.equal(r.error.code, 'invalid_argument');
+      assert.match(r.error.message, re);
+    }
+    s.close();
+    const q = await c.request('queue.get', ref);
+    assert.deepEqual([q.counts.ready, q.counts.delayed, q.counts.leased, q.counts.dead], [0, 0, 0, 2], 'nothing was purged, replayed, pushed or leased');
+    // The keys each operation does take still work, and one left undefined (not on the wire) is absent.
+    assert.deepEqual(await c.request('dead.purge', { ...ref, ids: [dead1.id], queueId: undefined }), { purged: 1 });
+  });
+
+  it('`dialect` on any operation that names a queue: a queue of another dialect is not_found', async () => {
+    await c.request('push', { ...ref, body: 1, create: 'cache' });
+    for (const op of ['pull', 'peek', 'stats', 'dead.list', 'dead.replay', 'dead.purge', 'queue.get', 'queue.delete'] as const) {
+      const e = await rejects(c.request(op, { ...ref, dialect: 'sync' } as never));
+      assert.equal(e.code, 'not_found', op);
+    }
+    assert.equal((await c.request('stats', { ...ref, dialect: 'cache' } as never)).counts.ready, 1);
+  });
+
   it('queueId pins an operation to that very queue: another one made under the name is not_found, and push with create makes none', async () => {
     await c.request('push', { ...ref, body: 1, create: 'cache' });
     const old = (await c.request('queue.get', ref)).id;

@@ -615,6 +615,10 @@ describe('conformance: cache (seeds/000)', function () {
       assert.deepEqual(await q.purgeDead({ ids: [ids[1]] }), { purged: 1 });
       assert.deepEqual((await q.deadLetters()).messages.map((m) => m.id), [ids[0], ids[2], ids[3]]);
       assert.deepEqual(await q.replay({ ids: [ids[1]] }), { replayed: 0 });
+      // Ids are opaque: one that names no message, whatever its form, matches nothing.
+      assert.deepEqual(await q.replay({ ids: ['does-not-exist', 'm_999999'] }), { replayed: 0 });
+      assert.deepEqual(await q.purgeDead({ ids: ['does-not-exist'] }), { purged: 0 });
+      assert.equal((await rejects(q.purgeDead({ ids: [42] as never }))).code, 'invalid_argument');
       assert.deepEqual(await q.purgeDead(), { purged: 3 });
       assert.equal((await q.deadLetters()).total, 0);
       assert.equal((await q.stats()).depth, 0);

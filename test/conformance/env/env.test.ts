@@ -174,6 +174,26 @@ describe('conformance: env (seeds/001)', function () {
       await until(async () => (await api('GET', `/v1/queues/${q.id}`)).body.counts.depth === 0, 'acked');
     });
 
+    it('only the app set as the queue\'s consumer is called: one replaced (by the console or another runConsumer) gets no more batches', async () => {
+      const q = await createQueue('switch');
+      const seen: Record<string, unknown[]> = { first: [], second: [] };
+      const app = (name: string) => ({ async queue(b: MessageBatch) { for (const m of b.messages) seen[name].push(m.body); } });
+      await consume(app('first'), 'switch', { appId: 'first', maxBatchSize: 1 });
+      await env.queue.send('switch', 1);
+      await until(() => seen.first.length === 1, 'the first app gets its batch');
+      // The console makes another app the consumer: the running one is no longer called.
+      assert.equal((await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'elsewhere', maxBatchSize: 1 })).status, 200);
+      await env.queue.send('switch', 2);
+      await emu.clock.advance(10 * SECOND);
+      assert.deepEqual(seen.first, [1]);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.ready, 1, 'it waits for its own app');
+      // A second runConsumer makes its app the consumer: it gets every batch from then on.
+      await consume(app('second'), 'switch', { appId: 'second', maxBatchSize: 1 });
+      for (const n of [3, 4, 5]) await env.queue.send('switch', n);
+      await until(() => seen.second.length === 4, 'the second app gets all four');
+      assert.deepEqual([seen.first, [...seen.second].sort()], [[1], [2, 3, 4, 5]]);
+    });
+
     it('the consumer example runs as written', async () => {
       await createQueue('example');
       await env.queue.send('example', { ok: 1 });
@@ -431,6 +451,30 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal((await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages.length, 0);
       const d = await createQueue('default-retention', { maxRetries: 0 });
       assert.equal((await api('GET', `/v1/queues/${d.id}`)).body.retentionSeconds, 14 * DAY / 1000);
+    });
+
+    it('a retention changed with PATCH holds for the messages already queued and failed, counted from when each was sent or failed', async () => {
+      const q = await createQueue('re-retain', { maxRetries: 0 });
+      await env.queue.send('re-retain', 'old');
+      const [m] = (await api('POST', `/v1/queues/${q.id}/receive`, {})).body.messages;
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: m.leaseId }] }); // failed at 0 s
+      await emu.clock.advance(120 * SECOND);
+      await env.queue.send('re-retain', 'young'); // sent at 120 s
+      // Shorter: what is now older than it goes at once, the rest when it reaches it.
+      const patched = await api('PATCH', `/v1/queues/${q.id}`, { retentionSeconds: 100 });
+      assert.equal(patched.status, 200);
+      assert.deepEqual([patched.body.counts.depth, patched.body.counts.dead], [1, 0], 'the failed message of 120 s went with the answer');
+      await emu.clock.advance(99 * SECOND);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 1);
+      await emu.clock.advance(1 * SECOND);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0, 'dropped at 100 s of age');
+      // Longer: a message is kept past the retention it was sent under.
+      await env.queue.send('re-retain', 'kept');
+      await api('PATCH', `/v1/queues/${q.id}`, { retentionSeconds: 600 });
+      await emu.clock.advance(599 * SECOND);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 1);
+      await emu.clock.advance(1 * SECOND);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
     });
 
     it('the failed area is internal — not listed, not bindable, not configurable, and deleted with the queue', async () => {
