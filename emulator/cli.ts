@@ -325,6 +325,7 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'peek': {
         const state = flag(args, 'state');
+        if (state !== undefined && state.trim() === '') throw new UsageError('--state names no state; give ready, delayed, leased or dead (comma-separated), or leave it out for the live ones');
         const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: state ? (state.split(',') as MessageView['state'][]) : undefined, limit: intFlag(args, 'limit', 1) ?? 20 });
         out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']));
         break;
@@ -349,7 +350,8 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'dead': {
         const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit', 1) ?? 100 });
-        out(r, `${r.total} dead letter(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']));
+        // `reason` as the cache product's deadLetters() calls it, beside the protocol's deadReason.
+        out({ ...r, messages: r.messages.map((m: MessageView) => ({ ...m, reason: m.deadReason })) }, `${r.total} dead letter(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']));
         break;
       }
       case 'replay': {

@@ -690,8 +690,14 @@ describe('conformance: cache (seeds/000)', function () {
       const cli = path.resolve(__dirname, '../../../emulator/cli.ts');
       const tsx = path.resolve(__dirname, '../../../node_modules/.bin/tsx');
       const args = ['--ns', cache.namespace, '--url', emu.url, '--token', emu.token, '--json'];
-      const listed = await run(tsx, [cli, 'dead', 'jobs', ...args]);
-      assert.match(listed.stdout, /cli/);
+      const listed = JSON.parse((await run(tsx, [cli, 'dead', 'jobs', ...args])).stdout);
+      // The fields deadLetters() gives: id, reason, attempts, deadAt (and the body).
+      const [dead] = (await q.deadLetters()).messages;
+      assert.equal(listed.total, 1);
+      assert.deepEqual(
+        [listed.messages[0].id, listed.messages[0].reason, listed.messages[0].attempts, listed.messages[0].deadAt, listed.messages[0].body],
+        [dead.id, 'nack', 5, dead.deadAt, { job: 'cli' }],
+      );
       // --ids given empty is a usage error (64), never "all of them".
       // With --json the error is JSON on stderr.
       // So is an option the command does not take: a misspelt --delay must not push at once.
@@ -699,6 +705,7 @@ describe('conformance: cache (seeds/000)', function () {
         [['replay', 'jobs', '--ids='], /--ids needs at least one message id/],
         [['purge-dead', 'jobs', '--ids', ''], /--ids needs/],
         [['dead', 'jobs', '--limit', '0'], /--limit must be a whole number ≥ 1/],
+        [['peek', 'jobs', '--state', ''], /--state names no state/],
         [['push', 'jobs', '{"n":1}', '--dealy', '60000'], /unknown option --dealy for push/],
         [['replay', 'jobs', '--id', 'm_1'], /unknown option --id for replay/],
       ] as const) {
