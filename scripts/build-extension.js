@@ -28,11 +28,14 @@ async function buildExtension() {
     minify: args.has('--minify'),
     metafile: true,
     logLevel: 'warning',
+    // Input paths in the metafile are relative to this, which FORBIDDEN's patterns rely on
+    // (from another working directory they would read ../../…/emulator/… and never match).
+    absWorkingDir: root,
   });
   const inputs = Object.keys(result.metafile.inputs);
   const bad = inputs.filter((i) => FORBIDDEN.some((re) => re.test(i)));
   if (bad.length) throw new Error(`the extension bundle must not contain: ${bad.join(', ')}`);
-  return path.relative(root, 'dist/extension.js');
+  return 'dist/extension.js';
 }
 
 async function buildTests() {

@@ -15,7 +15,7 @@ import type {
 
 export type { AuditEntry, LagStep, MessageState, MessageView, QueueCounts, QueueInfo, QueueRef };
 
-/** The webview panel's viewType (also the `onWebviewPanel:` activation event's suffix). */
+/** The webview panel's viewType (its serializer restores open panels once the extension is active). */
 export const QUEUE_PANEL_VIEW_TYPE = 'quayside.queuePanel';
 
 export const ALL_STATES: readonly MessageState[] = ['ready', 'delayed', 'leased', 'dead'];
