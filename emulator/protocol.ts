@@ -346,7 +346,7 @@ export const PUSH_INPUT_KEYS: readonly (keyof PushInput)[] = ['body', 'delayMs',
  */
 export const OP_ARGS: { readonly [K in OpName]: readonly (KeysOf<OpArgs<K>> | (typeof REF)[number])[] } = {
   hello: ['version', 'token', 'client'],
-  'queue.create': [...REF, 'policy', 'ifNotExists'],
+  'queue.create': ['namespace', 'queue', 'dialect', 'policy', 'ifNotExists'],
   'queue.configure': [...REF, 'policy'],
   'queue.delete': REF,
   'queue.get': [...REF, 'id'],
@@ -462,7 +462,7 @@ export interface LossyNull {
 export function lossyNullAt(root: unknown): LossyNull | null {
   // Almost every value has none: a quick look without bookkeeping first (a few times cheaper than
   // JSON.stringify), the walk that keeps the path only when there is something to name.
-  return holdsLossyNull(root, 0) ? pathToLossyNull(root) : null;
+  return holdsLossyNull(asWritten(root), 0) ? pathToLossyNull(root) : null;
 }
 
 /** The error text for a LossyNull at `where` ("push: body.a[1]"). */
@@ -470,15 +470,32 @@ export function lossyNullMessage(where: string, found: LossyNull): string {
   return `${where} is not a JSON value: it is ${found.what}, which JSON would write as null`;
 }
 
-/** Something to look inside: an object or array that JSON writes field by field (not a Date, nor any value with a toJSON). */
-function container(v: unknown): v is object {
-  return typeof v === 'object' && v !== null && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
+const INVALID_DATE = Symbol('an invalid Date');
+
+/**
+ * The value JSON goes on to write for `v`: what its toJSON returns (a Date's ISO text; an invalid
+ * Date, whose toJSON says null, is marked, since JSON would turn it into null as it does NaN), a
+ * boxed number's number, else `v` itself.
+ */
+function asWritten(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null) return v;
+  if (v instanceof Date && Number.isNaN(v.getTime())) return INVALID_DATE;
+  const toJSON = (v as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') {
+    try {
+      return toJSON.call(v, '');
+    } catch {
+      return null; // it did not throw for JSON.stringify; nothing to name here
+    }
+  }
+  return v instanceof Number ? v.valueOf() : v;
 }
 
-/** What JSON would write as null in an array (`inArray`) or anywhere, or null if nothing. */
-function lossy(v: unknown, inArray: boolean): string | null {
-  const t = typeof v;
-  if (t === 'number') return Number.isFinite(v) ? null : String(v);
+/** What JSON would write as null for `w` (a value as written) in an array (`inArray`) or anywhere, or null if nothing. */
+function lossy(w: unknown, inArray: boolean): string | null {
+  const t = typeof w;
+  if (t === 'number') return Number.isFinite(w) ? null : String(w);
+  if (w === INVALID_DATE) return 'an invalid Date';
   if (!inArray) return null;
   if (t === 'undefined') return 'undefined';
   if (t === 'function') return 'a function';
@@ -486,18 +503,18 @@ function lossy(v: unknown, inArray: boolean): string | null {
   return null;
 }
 
-function holdsLossyNull(v: unknown, depth: number): boolean {
-  if (typeof v === 'number') return !Number.isFinite(v);
-  if (!container(v)) return false;
-  if (depth > 256) return pathToLossyNull(v) !== null; // deeper: the iterative walk, so the stack holds
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const e = v[i];
+/** `w` is a value as written (asWritten). */
+function holdsLossyNull(w: unknown, depth: number): boolean {
+  if (typeof w !== 'object' || w === null) return lossy(w, false) !== null;
+  if (depth > 256) return pathToLossyNull(w) !== null; // deeper: the iterative walk, so the stack holds
+  if (Array.isArray(w)) {
+    for (let i = 0; i < w.length; i++) {
+      const e = asWritten(w[i]);
       if (e === undefined || typeof e === 'function' || typeof e === 'symbol' || holdsLossyNull(e, depth + 1)) return true;
     }
     return false;
   }
-  for (const k in v) if (Object.prototype.hasOwnProperty.call(v, k) && holdsLossyNull((v as Record<string, unknown>)[k], depth + 1)) return true;
+  for (const k in w) if (Object.prototype.hasOwnProperty.call(w, k) && holdsLossyNull(asWritten((w as Record<string, unknown>)[k]), depth + 1)) return true;
   return false;
 }
 
@@ -506,15 +523,15 @@ function pathToLossyNull(root: unknown): LossyNull | null {
   const stack: Step[] = [{ v: root, up: null, key: null, inArray: false }];
   while (stack.length > 0) {
     const step = stack.pop()!;
-    const v = step.v;
-    const what = lossy(v, step.inArray);
+    const w = asWritten(step.v);
+    const what = lossy(w, step.inArray);
     if (what !== null) return { path: pathOf(step), what };
-    if (!container(v)) continue;
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], up: step, key: i, inArray: true });
+    if (typeof w !== 'object' || w === null) continue;
+    if (Array.isArray(w)) {
+      for (let i = w.length - 1; i >= 0; i--) stack.push({ v: w[i], up: step, key: i, inArray: true });
     } else {
-      const keys = Object.keys(v);
-      for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]], up: step, key: keys[i], inArray: false });
+      const keys = Object.keys(w);
+      for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (w as Record<string, unknown>)[keys[i]], up: step, key: keys[i], inArray: false });
     }
   }
   return null;

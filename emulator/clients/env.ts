@@ -356,10 +356,15 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     if (e.consumer === consumerId) run(e);
   });
 
-  async function attach(): Promise<void> {
+  /**
+   * The first time, makes this app the queue's consumer (as deploying it would); after a reconnect
+   * it only attaches again, so an app the console (or another run) has put in its place since stays
+   * in its place: this run then gets no batches, as the platform would not call it.
+   */
+  async function attach(first: boolean): Promise<void> {
     attaching = true;
     try {
-      await transport.request('consumer.set', { ...ref, consumer: settings as { appId: string } });
+      if (first) await transport.request('consumer.set', { ...ref, consumer: settings as { appId: string } });
       const r = await transport.request('consumer.attach', { ...ref, appId });
       consumerId = r.consumer;
     } finally {
@@ -376,10 +381,11 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     try {
       for (let wait = 50; !stopped; wait = Math.min(wait * 2, 2000)) {
         try {
-          await attach();
+          await attach(false);
           return;
         } catch (e) {
-          if (!isCode(e, 'unavailable')) onError(e, { queue: slug, messages: [], ackAll() {}, retryAll() {} });
+          // conflict: the queue has no consumer app now (made a pull queue); wait for one quietly.
+          if (!isCode(e, 'unavailable') && !isCode(e, 'conflict')) onError(e, { queue: slug, messages: [], ackAll() {}, retryAll() {} });
           await pause(wait);
         }
       }
@@ -390,7 +396,7 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
 
   const offReconnect = transport.onReconnect(() => void reattach());
   try {
-    await attach();
+    await attach(true);
   } catch (e) {
     offEvent();
     offReconnect();

@@ -33,9 +33,9 @@ export interface ConnectionOptions {
 
 export function resolveUrl(url?: string): string {
   // An empty variable counts as unset (`QUAYSIDE_URL= cmd`), as for the token.
-  const u = url ?? (process.env.QUAYSIDE_URL || 'ws://127.0.0.1:7433');
-  // Accept the HTTP form of the same port too.
-  const out = u.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '');
+  const u = (url ?? (process.env.QUAYSIDE_URL || 'ws://127.0.0.1:7433')).trim();
+  // Accept the HTTP form of the same port too (a scheme is case-insensitive).
+  const out = u.replace(/^http(s?):\/\//i, 'ws$1://').replace(/\/+$/, '');
   let ok = false;
   try {
     ok = /^wss?:$/.test(new URL(out).protocol);

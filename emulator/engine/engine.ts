@@ -690,7 +690,9 @@ export class Engine {
    */
   private scopeOf(args: { receipt?: unknown; namespace?: unknown; queue?: unknown }, actor: Actor): QueueRow | null {
     if ('receipt' in args) checkReceipt(args.receipt);
-    if (args.namespace === undefined && args.queue === undefined) return null;
+    // Any of the queue's keys names it (queueId or dialect alone too: then namespace and queue are needed).
+    const a = args as { namespace?: unknown; queue?: unknown; queueId?: unknown; dialect?: unknown };
+    if (a.namespace == null && a.queue == null && a.queueId == null && a.dialect == null) return null;
     return this.queueRow(args as Ref, actor);
   }
 

@@ -196,7 +196,13 @@ export interface AttachOptions {
  * "dropped" notification, hence a plain socket here.)
  */
 export function attachEmulator(url: string, token: string | undefined, opts: AttachOptions = {}): Instance {
-  const target = resolveUrl(url);
+  let target: string;
+  try {
+    target = resolveUrl(url);
+  } catch (e) {
+    // Not a URL at all: the same hint as an emulator that does not answer there (check quayside.url).
+    throw new LaunchError('attach_failed', `cannot attach to the emulator at ${url}: ${(e as Error).message}`);
+  }
   const connectTimeoutMs = opts.connectTimeoutMs ?? 3000;
   const ws = new WebSocket(target, { perMessageDeflate: false, handshakeTimeout: connectTimeoutMs });
   let attached = false;

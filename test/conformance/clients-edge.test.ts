@@ -210,6 +210,11 @@ describe('clients: bodies JSON cannot carry', function () {
         [() => q.push({ jobs: [() => 1] }), /^push: body\.jobs\[0\] is not a JSON value: it is a function/],
         [() => s.send({ data: { tags: ['a', Symbol('b')] } }), /^send: data\.tags\[1\] is not a JSON value: it is a symbol/],
         [() => s.send({ data: 1, meta: { list: [undefined] } }), /^send: meta\.list\[0\] is not a JSON value: it is undefined/],
+        // What a toJSON hands JSON is looked at too, and an invalid Date (which JSON writes as null).
+        [() => q.push({ at: new Date('not a date') }), /^push: body\.at is not a JSON value: it is an invalid Date/],
+        [() => q.push({ list: [{ toJSON: () => undefined }] }), /^push: body\.list\[0\] is not a JSON value: it is undefined/],
+        [() => q.push({ a: { toJSON: () => ({ b: NaN }) } }), /^push: body\.a\.b is not a JSON value: it is NaN/],
+        [() => q.push({ n: new Number(Infinity) }), /^push: body\.n is not a JSON value: it is Infinity/],
         [() => q.push({ a: [1, { b: Infinity }] }), /^push: body\.a\[1\]\.b is not a JSON value/],
         [() => q.push({ 'odd key': -Infinity }), /^push: body\["odd key"\] is not a JSON value/],
         [() => env.queue.send('jobs', { n: NaN }), /^push: body\.n is not a JSON value/],

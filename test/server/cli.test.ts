@@ -122,6 +122,15 @@ describe('quayside start: its options', function () {
       assert.equal(err.code, 'usage');
       assert.match(err.message, new RegExp(`is not a ws:// \\(or http://\\) URL .*\\(from ${from}\\)$`));
     }
+    // A scheme in capitals and spaces around are still the URL they look like.
+    const emu = await startEmulator({ memory: true });
+    try {
+      const ok = createCache({ url: ` HTTP://${emu.url.slice('ws://'.length)}/ `, token: emu.token, namespace: 'url-forms' });
+      await ok.queue('q').push(1);
+      await ok.close();
+    } finally {
+      await emu.close();
+    }
     const c = createCache({ url: 'localhost:7433', namespace: 'x' });
     await assert.rejects(c.queue('q').push(1), (e: Error & { code?: string }) => e.code === 'invalid_argument' && /url "localhost:7433"/.test(e.message));
     await c.close();

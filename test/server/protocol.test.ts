@@ -232,6 +232,12 @@ describe('server: the WebSocket protocol', () => {
       assert.equal(e.code, 'not_found', op);
     }
     assert.equal((await c.request('stats', { ...ref, dialect: 'cache' } as never)).counts.ready, 1);
+    // A settle that names its queue by any of its keys names it in full; with another dialect it is not found.
+    const [m] = (await c.request('pull', ref)).messages;
+    assert.equal((await rejects(c.request('ack', { receipt: m.receipt, dialect: 'sync' } as never))).code, 'invalid_argument');
+    assert.equal((await rejects(c.request('ack', { ...ref, receipt: m.receipt, dialect: 'sync' } as never))).code, 'not_found');
+    assert.equal((await rejects(c.request('queue.create', { ...ref, queue: 'other', dialect: 'cache', queueId: 'q_000000000000' } as never))).code, 'invalid_argument');
+    assert.deepEqual(await c.request('ack', { ...ref, receipt: m.receipt, dialect: 'cache' } as never), { ok: true });
   });
 
   it('queueId pins an operation to that very queue: another one made under the name is not_found, and push with create makes none', async () => {
