@@ -397,63 +397,59 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual(got, ['ping-pong']);
     });
 
-    it('after a reconnect runConsumer attaches again but does not take back a queue the console gave another app', async function () {
-      this.timeout(30000);
+    /** An emulator on a data directory with queue p/dev/q, a runConsumer on it and a sender; restart() brings it back on the same port. */
+    async function onRestartableQueue(appId: string, body: (t: { http: () => string; h: Record<string, string>; qId: string; seen: unknown[]; sender: Env; restart: () => Promise<void> }) => Promise<void>) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-env-'));
       let e1 = await startEmulator({ dataDir: dir });
       const { port, token } = e1;
       const h = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-      const q = await (await fetch(`${e1.httpUrl}/v1/queues`, { method: 'POST', headers: h, body: JSON.stringify({ project: 'p', environment: 'dev', slug: 'q' }) })).json();
+      const q = (await (await fetch(`${e1.httpUrl}/v1/queues`, { method: 'POST', headers: h, body: JSON.stringify({ project: 'p', environment: 'dev', slug: 'q' }) })).json()) as { id: string };
       const seen: unknown[] = [];
-      const c = await runConsumer({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, { url: e1.url, token, project: 'p', environment: 'dev', queue: 'q', appId: 'mine', maxBatchSize: 1 });
+      const c = await runConsumer({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, { url: e1.url, token, project: 'p', environment: 'dev', queue: 'q', appId, maxBatchSize: 1 });
       const sender = createEnv({ url: e1.url, token, project: 'p', environment: 'dev' });
-      const setApp = (appId: string) => fetch(`${e1.httpUrl}/v1/queues/${q.id}/consumer`, { method: 'PUT', headers: h, body: JSON.stringify({ appId, maxBatchSize: 1 }) });
-      const appNow = async () => ((await (await fetch(`${e1.httpUrl}/v1/queues/${q.id}`, { headers: h })).json()) as any).consumer.appId;
-      try {
-        await setApp('console-choice');
+      const restart = async () => {
         await e1.close();
         e1 = await startEmulator({ dataDir: dir, port, token });
+      };
+      try {
+        await body({ http: () => e1.httpUrl, h, qId: q.id, seen, sender, restart });
+      } finally {
+        await c.stop();
+        await sender.close();
+        await e1.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    }
+
+    it('after a reconnect runConsumer attaches again but does not take back a queue the console gave another app', async function () {
+      this.timeout(30000);
+      await onRestartableQueue('mine', async ({ http, h, qId, seen, sender, restart }) => {
+        const setApp = (appId: string) => fetch(`${http()}/v1/queues/${qId}/consumer`, { method: 'PUT', headers: h, body: JSON.stringify({ appId, maxBatchSize: 1 }) });
+        const appNow = async () => ((await (await fetch(`${http()}/v1/queues/${qId}`, { headers: h })).json()) as any).consumer.appId;
+        await setApp('console-choice');
+        await restart();
         await sender.queue.send('q', 'while replaced');
         // Both connections are back (the sender's, and the consumer's, which attaches again at once).
-        await until(async () => ((await (await fetch(`${e1.httpUrl}/healthz`)).json()) as any).connections >= 2, 'the consumer reconnected', 10000);
+        await until(async () => ((await (await fetch(`${http()}/healthz`)).json()) as any).connections >= 2, 'the consumer reconnected', 10000);
         await new Promise((r) => setTimeout(r, 300));
         assert.equal(await appNow(), 'console-choice', 'the reconnect did not make "mine" the consumer again');
         assert.deepEqual(seen, []);
         // Attached all along: made the consumer again, it gets the message.
         await setApp('mine');
         await until(() => seen.length === 1, 'delivered once "mine" is the consumer again', 10000);
-      } finally {
-        await c.stop();
-        await sender.close();
-        await e1.close();
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
+      });
     });
 
     it('runConsumer re-attaches after the emulator restarts', async function () {
       this.timeout(30000);
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-env-'));
-      let e1 = await startEmulator({ dataDir: dir });
-      const { port, token } = e1;
-      const h = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-      await fetch(`${e1.httpUrl}/v1/queues`, { method: 'POST', headers: h, body: JSON.stringify({ project: 'p', environment: 'dev', slug: 'q' }) });
-      const seen: unknown[] = [];
-      const c = await runConsumer({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, { url: e1.url, token, project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1 });
-      const sender = createEnv({ url: e1.url, token, project: 'p', environment: 'dev' });
-      await sender.queue.send('q', 'before');
-      await until(() => seen.length === 1, 'before');
-      await e1.close();
-      e1 = await startEmulator({ dataDir: dir, port, token });
-      try {
+      await onRestartableQueue('local', async ({ seen, sender, restart }) => {
+        await sender.queue.send('q', 'before');
+        await until(() => seen.length === 1, 'before');
+        await restart();
         await sender.queue.send('q', 'after');
         await until(() => seen.length === 2, 'after the restart', 20000);
         assert.deepEqual(seen, ['before', 'after']);
-      } finally {
-        await c.stop();
-        await sender.close();
-        await e1.close();
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
+      });
     });
   });
 
