@@ -152,9 +152,15 @@ export async function dispatch(engine: Engine, s: Session, frame: unknown): Prom
   }
 }
 
+// Sets, for a look-up per key on every request (the lists stay the source, and name the keys in errors).
+const ALLOWED = new Map<string, ReadonlySet<string>>(Object.entries(OP_ARGS).map(([op, keys]) => [op, new Set<string>(keys)]));
+
 /** Refuses an argument the operation does not take, so a misspelt one cannot act as absent. */
 function checkArgKeys(op: OpName, a: Record<string, unknown>): void {
-  const problem = unknownKeyProblem(a, OP_ARGS[op]);
+  const allowed = ALLOWED.get(op)!;
+  let clean = true;
+  for (const k in a) if (!allowed.has(k) && a[k] !== undefined) clean = false;
+  const problem = clean ? null : unknownKeyProblem(a, OP_ARGS[op]);
   if (problem) throw invalid(`${op}: ${problem}`);
   if (op === 'push.batch' && Array.isArray(a.messages)) {
     a.messages.forEach((m, i) => {
