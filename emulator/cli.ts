@@ -78,9 +78,20 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   advance: CLIENT_FLAGS,
 };
 
+/** The arguments each command takes, in order; one more is a usage error (`push q 1 2` must not push 1). */
+const COMMAND_ARGS: Record<string, string[]> = {
+  start: [], queues: [], create: ['Q'], delete: ['Q'], push: ['Q', 'BODY'], stats: ['Q'], show: ['Q', 'ID'], peek: ['Q'],
+  dead: ['Q'], replay: ['Q'], 'purge-dead': ['Q'], purge: ['Q'], audit: [], advance: ['MS'],
+};
+
 function checkFlags(cmd: string, args: Args): void {
   const known = COMMAND_FLAGS[cmd];
   if (!known) throw new UsageError(`unknown command "${cmd}"`);
+  const takes = COMMAND_ARGS[cmd];
+  const extra = args._.slice(1 + takes.length);
+  if (extra.length > 0) {
+    throw new UsageError(`${cmd} takes ${takes.length ? takes.join(' ') : 'no arguments'}; "${extra[0].slice(0, 60)}" is one too many (quote a BODY with spaces)`);
+  }
   for (const k of Object.keys(args.flags)) {
     if (!known.includes(k)) throw new UsageError(`unknown option --${k} for ${cmd}; it takes ${known.map((f) => `--${f}`).join(' ')}`);
   }

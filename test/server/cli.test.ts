@@ -69,6 +69,15 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     assert.equal(JSON.parse(gone!.stderr).error.code, 'not_found');
   });
 
+  it('an argument more than a command takes is a usage error that does nothing (push q 1 2 does not push 1)', async () => {
+    for (const extra of [['push', 'extra-args', '1', '2'], ['queues', 'stray'], ['show', 'extra-args', 'm_1', 'm_2']]) {
+      const e = await fails(run(tsx, [cli, ...extra, ...args, '--json']));
+      assert.equal(e?.code, 64, extra.join(' '));
+      assert.match(JSON.parse(e!.stderr).error.message, /is one too many/);
+    }
+    assert.equal((await emu.engine.listQueues({ namespace: 'cli' })).queues.some((q) => q.name === 'extra-args'), false, 'nothing was pushed');
+  });
+
   it('--json errors carry what the protocol\'s error does: quota_exceeded has its resetAt', async () => {
     await emu.engine.configureNamespace({ namespace: 'cli-quota', dailyQuota: 1 });
     const quota = ['--ns', 'cli-quota', '--url', emu.url, '--token', emu.token, '--json'];
