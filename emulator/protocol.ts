@@ -397,16 +397,24 @@ export function unknownKeyProblem(obj: Record<string, unknown>, allowed: readonl
  * emulator keeps as given (with a JSON body). Shared by env.queue.send and POST …/messages.
  */
 export function contentTypeProblem(contentType: unknown): string | null {
-  if (contentType === 'v8') return 'contentType "v8" (structured clone) is not supported: the emulator stores JSON; use "json", "text" or "bytes"';
   if (typeof contentType !== 'string' || contentType.length === 0 || contentType.length > 200) {
-    return `contentType must be "json", "text", "bytes" or another label of at most 200 characters, got ${JSON.stringify(contentType)?.slice(0, 60)}`;
+    return `contentType must be "json", "text", "bytes", "v8" or another label of at most 200 characters, got ${JSON.stringify(contentType)?.slice(0, 60)}`;
   }
   return null;
 }
 
 /**
- * Whether `body` is what a `bytes` message carries: base64 text (padded, standard alphabet), which
- * the env client makes of a Uint8Array. Shared by the engine and POST …/messages, so a bytes body
+ * Content types whose body travels and is stored as base64 text, measured by the bytes it decodes
+ * to: `bytes` (a Uint8Array) and `v8` (the value's structured-clone serialisation, which the env
+ * client makes with node:v8 and a consumer gets back as the value).
+ */
+export function isBinaryContentType(contentType: unknown): contentType is 'bytes' | 'v8' {
+  return contentType === 'bytes' || contentType === 'v8';
+}
+
+/**
+ * Whether `body` is what a `bytes` or `v8` message carries: base64 text (padded, standard
+ * alphabet), which the env client makes of a Uint8Array or a v8 serialisation. Shared by the engine and POST …/messages, so a bytes body
  * is the same thing however it arrives, and its size (the bytes it decodes to) is well defined.
  */
 export function isBase64Text(body: unknown): body is string {

@@ -1,3 +1,4 @@
+import v8 from 'node:v8';
 import { QuaysideError } from '../errors';
 import { contentTypeProblem, type Delivery, type DeliverEvent, type PushInput, type ServerEvent } from '../protocol';
 import { envNamespace } from '../http/env-naming';
@@ -12,12 +13,13 @@ import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKey
 export { QuaysideError };
 
 /** The three with an encoding, or any other label (kept as given, with a JSON body). */
-export type ContentType = 'json' | 'text' | 'bytes' | (string & {});
+export type ContentType = 'json' | 'text' | 'bytes' | 'v8' | (string & {});
 
 export interface SendOptions {
   /**
    * 'json' (default): any JSON value; 'text': a string; 'bytes': a Uint8Array / ArrayBuffer (sent
-   * as base64). 'v8' is refused (the emulator stores JSON); another label is kept with a JSON body.
+   * as base64); 'v8': any structured-cloneable value (a Map, a Date, a typed array …), serialised
+   * with node:v8 and given back to the consumer as that value. Another label is kept with a JSON body.
    */
   contentType?: ContentType;
   /** Deliver this many seconds from now (at most 12 hours). */
@@ -69,6 +71,16 @@ function encode(body: unknown, contentType: unknown, at: string): { body: unknow
     else throw invalidArg(`${at}body must be a Uint8Array or ArrayBuffer with contentType "bytes"`);
     return { body: buf.toString('base64'), contentType: 'bytes' };
   }
+  if (contentType === 'v8') {
+    if (body === undefined) throw invalidArg(`${at}body is missing`);
+    let buf: Buffer;
+    try {
+      buf = v8.serialize(body);
+    } catch (e) {
+      throw invalidArg(`${at}body cannot be sent with contentType "v8": ${(e as Error).message}`);
+    }
+    return { body: buf.toString('base64'), contentType: 'v8' };
+  }
   // json (given or not), or another label kept as given (a MIME type such as "application/json"): the body is JSON.
   const label = contentType === undefined || contentType === null ? undefined : contentType;
   const problem = label === undefined || label === 'json' ? null : contentTypeProblem(label);
@@ -78,9 +90,17 @@ function encode(body: unknown, contentType: unknown, at: string): { body: unknow
   return { body, contentType: label as string | undefined };
 }
 
-/** What a consumer sees: bytes come back as a Uint8Array. */
+/** What a consumer sees: bytes come back as a Uint8Array, v8 as the value that was sent. */
 function decode(body: unknown, contentType: string | null): unknown {
   if (contentType === 'bytes' && typeof body === 'string') return new Uint8Array(Buffer.from(body, 'base64'));
+  if (contentType === 'v8' && typeof body === 'string') {
+    const buf = Buffer.from(body, 'base64');
+    try {
+      return v8.deserialize(buf);
+    } catch {
+      return new Uint8Array(buf); // not a v8 serialisation (sent so over HTTP by hand): its bytes
+    }
+  }
   return body;
 }
 

@@ -4,7 +4,7 @@ import type {
   Access, AuditEntry, ChangeEvent, ConsumerSettings, Delivery, Dialect, LagStep, MessageState, MessageView,
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
-import { LIMITS, isBase64Text } from '../protocol';
+import { LIMITS, isBase64Text, isBinaryContentType } from '../protocol';
 import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
@@ -486,8 +486,9 @@ export class Engine {
       const meta = m.meta === undefined || m.meta === null ? undefined : v.serialise(m.meta, `${at}meta`);
       const contentType = v.optStr(m.contentType, `${at}contentType`, 200);
       // A bytes body travels as base64 text: what counts is the bytes the sender gave.
-      if (contentType === 'bytes' && !isBase64Text(m.body)) throw invalid(`${at}body must be base64 text with contentType "bytes"`);
-      const size = contentType === 'bytes' ? Buffer.byteLength(m.body as string, 'base64') : Buffer.byteLength(body, 'utf8');
+      const binary = isBinaryContentType(contentType);
+      if (binary && !isBase64Text(m.body)) throw invalid(`${at}body must be base64 text with contentType "${contentType}"`);
+      const size = binary ? Buffer.byteLength(m.body as string, 'base64') : Buffer.byteLength(body, 'utf8');
       const measured = size + (meta ? Buffer.byteLength(meta, 'utf8') : 0);
       if (measured > policy.maxPayloadBytes) {
         throw new QuaysideError('payload_too_large', `${at}body is ${measured} bytes; the limit of queue "${q.name}" is ${policy.maxPayloadBytes} bytes`, { details: { size: measured, limit: policy.maxPayloadBytes } });

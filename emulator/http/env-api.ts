@@ -2,7 +2,7 @@ import type http from 'node:http';
 import { QuaysideError, invalid } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
 import * as validate from '../engine/validate';
-import { HTTP_STATUS, READ_OPS, contentTypeProblem, isBase64Text, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
+import { HTTP_STATUS, READ_OPS, contentTypeProblem, isBase64Text, isBinaryContentType, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
 import { authorize, bearer, resolveToken } from '../server/auth';
 import { json, type HttpRoute } from '../server/server';
 import { checkEnvironment, checkProject, envNamespace, envQueueView, ENV_MAX_RETENTION_S } from './env-naming';
@@ -156,17 +156,17 @@ function onlyKnown(b: Record<string, unknown>, allowed: string[], at = ''): void
 
 /**
  * The content types env.queue.send knows, as they travel: json (any JSON value), text (a string),
- * bytes (base64 text; the env client encodes a Uint8Array so); v8 is refused (the emulator stores
- * JSON). Any other label, such as a MIME type, is kept as given with a JSON body, as the client does.
+ * bytes and v8 (base64 text; the env client encodes a Uint8Array, or a value's v8 serialisation,
+ * so). Any other label, such as a MIME type, is kept as given with a JSON body, as the client does.
  */
 function checkContent(body: unknown, contentType: unknown, at: string): void {
   if (contentType === 'text') {
     if (typeof body !== 'string') throw invalid(`${at}body must be a string with contentType "text"`);
     return;
   }
-  if (contentType === 'bytes') {
+  if (isBinaryContentType(contentType)) {
     if (!isBase64Text(body)) {
-      throw invalid(`${at}body must be base64 text with contentType "bytes"`);
+      throw invalid(`${at}body must be base64 text with contentType "${contentType}"`);
     }
     return;
   }

@@ -242,12 +242,13 @@ describe('conformance: env HTTP API', () => {
     assert.match(both.body.error.message, /^project and environment must be at most 199 characters together, got 200$/);
   });
 
-  it('POST …/messages checks contentType as env.queue.send does: text needs a string, bytes base64, v8 is refused, other labels are kept', async () => {
+  it('POST …/messages checks contentType as env.queue.send does: text needs a string, bytes and v8 base64, other labels are kept', async () => {
     const project = fresh('p');
     const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'ct' })).body;
     for (const body of [
       { body: 5, contentType: 'text' },
       { body: 5, contentType: 'v8' },
+      { body: 'not base64!', contentType: 'v8' },
       { body: 'not base64!', contentType: 'bytes' },
       { messages: [{ body: 'ok', contentType: 'text' }, { body: {}, contentType: 5 }] },
       { body: {}, contentType: '' },
@@ -257,12 +258,12 @@ describe('conformance: env HTTP API', () => {
       assert.equal(r.body.error.code, 'invalid_argument');
     }
     assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
-    for (const body of [{ body: 'hi', contentType: 'text' }, { body: 'AQL/', contentType: 'bytes' }, { body: { a: 1 }, contentType: 'json' }, { body: [1] }, { body: { a: 2 }, contentType: 'application/json' }]) {
+    for (const body of [{ body: 'hi', contentType: 'text' }, { body: 'AQL/', contentType: 'bytes' }, { body: Buffer.from(require('node:v8').serialize({ x: 1 })).toString('base64'), contentType: 'v8' }, { body: { a: 1 }, contentType: 'json' }, { body: [1] }, { body: { a: 2 }, contentType: 'application/json' }]) {
       assert.equal((await call('POST', `/v1/queues/${q.id}/messages`, body)).status, 201, JSON.stringify(body));
     }
     const peek = (await call('GET', `/v1/queues/${q.id}/messages`)).body.messages;
-    assert.deepEqual(peek.map((m: any) => m.contentType), ['text', 'bytes', 'json', 'json', 'application/json']);
-    assert.deepEqual(peek[4].body, { a: 2 });
+    assert.deepEqual(peek.map((m: any) => m.contentType), ['text', 'bytes', 'v8', 'json', 'json', 'application/json']);
+    assert.deepEqual(peek[5].body, { a: 2 });
   });
 
   it('PUT …/consumer replaces the consumer\'s settings: what it leaves out is the default again', async () => {
