@@ -393,8 +393,8 @@ export function unknownKeyProblem(obj: Record<string, unknown>, allowed: readonl
 }
 
 /**
- * Why an env `contentType` other than json / text / bytes is refused, or null when it is a label the
- * emulator keeps as given (with a JSON body). Shared by env.queue.send and POST …/messages.
+ * Why an env `contentType` other than json / text / bytes / v8 is refused, or null when it is a label
+ * the emulator keeps as given (with a JSON body). Shared by env.queue.send and POST …/messages.
  */
 export function contentTypeProblem(contentType: unknown): string | null {
   if (typeof contentType !== 'string' || contentType.length === 0 || contentType.length > 200) {
@@ -414,8 +414,9 @@ export function isBinaryContentType(contentType: unknown): contentType is 'bytes
 
 /**
  * Whether `body` is what a `bytes` or `v8` message carries: base64 text (padded, standard
- * alphabet), which the env client makes of a Uint8Array or a v8 serialisation. Shared by the engine and POST …/messages, so a bytes body
- * is the same thing however it arrives, and its size (the bytes it decodes to) is well defined.
+ * alphabet), which the env client makes of a Uint8Array or a v8 serialisation. Shared by the engine
+ * and POST …/messages, so such a body is the same thing however it arrives, and its size (the bytes
+ * it decodes to) is well defined.
  */
 export function isBase64Text(body: unknown): body is string {
   return typeof body === 'string' && body.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(body);
@@ -455,7 +456,7 @@ export function nameProblem(name: string): string | null {
 export interface LossyNull {
   /** Path suffix from the value passed in (".a[2].b"; "" for the value itself). */
   path: string;
-  /** What sits there, for the error: "NaN", "Infinity", "a function", "undefined" or "a symbol". */
+  /** What sits there, for the error: "NaN", "Infinity", "-Infinity", "an invalid Date", "a function", "undefined" or "a symbol". */
   what: string;
 }
 
@@ -518,7 +519,7 @@ function holdsLossyNull(w: unknown, depth: number): boolean {
   if (Array.isArray(w)) {
     for (let i = 0; i < w.length; i++) {
       const e = asWritten(w[i]);
-      if (e === undefined || typeof e === 'function' || typeof e === 'symbol' || holdsLossyNull(e, depth + 1)) return true;
+      if (lossy(e, true) !== null || holdsLossyNull(e, depth + 1)) return true;
     }
     return false;
   }

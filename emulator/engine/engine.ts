@@ -70,6 +70,11 @@ function dialectArg(d: unknown): Dialect | undefined {
   if (!isDialect(d)) throw invalid(`dialect must be one of cache, env, sync; got ${v.describe(d)}`);
   return d;
 }
+
+/** A caller that sees only `want`'s queues (when it names one: dialectArg) does not see `q` of another. */
+function hiddenFrom(q: QueueRow, want: Dialect | undefined): boolean {
+  return want !== undefined && q.dialect !== want;
+}
 const HALF_HOUR = 30 * TIME.MINUTE;
 /** The largest epoch ms a Date can hold. */
 const MAX_TIME = LIMITS.maxEpochMs;
@@ -279,7 +284,7 @@ export class Engine {
     if (actor && actor.namespace !== null && actor.namespace !== ns) throw new QuaysideError('forbidden', `this token is for namespace "${actor.namespace}", not "${ns}"`);
     const want = dialectArg(ref.dialect);
     const q = this.store.queueByName(ns, name);
-    if (!q || (pinned !== undefined && q.pub_id !== pinned) || (want !== undefined && q.dialect !== want)) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
+    if (!q || (pinned !== undefined && q.pub_id !== pinned) || hiddenFrom(q, want)) throw notFound(`queue "${name}" not found in namespace "${ns}"`);
     return q;
   }
 
@@ -392,7 +397,7 @@ export class Engine {
     if ('id' in args && args.id !== undefined) {
       const q = typeof args.id === 'string' ? this.store.queueByPubId(args.id) : undefined;
       const want = dialectArg((args as { dialect?: unknown }).dialect);
-      if (!q || (actor.namespace !== null && actor.namespace !== q.ns) || (want !== undefined && q.dialect !== want)) throw notFound(`queue ${v.describe(args.id)} not found`);
+      if (!q || (actor.namespace !== null && actor.namespace !== q.ns) || hiddenFrom(q, want)) throw notFound(`queue ${v.describe(args.id)} not found`);
       return q;
     }
     return this.queueRow(args as Ref, actor);

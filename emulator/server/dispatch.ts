@@ -158,10 +158,7 @@ const ALLOWED = new Map<string, ReadonlySet<string>>(Object.entries(OP_ARGS).map
 /** Refuses an argument the operation does not take, so a misspelt one cannot act as absent. */
 function checkArgKeys(op: OpName, a: Record<string, unknown>): void {
   const allowed = ALLOWED.get(op)!;
-  let clean = true;
-  for (const k in a) if (!allowed.has(k) && a[k] !== undefined) clean = false;
-  const problem = clean ? null : unknownKeyProblem(a, OP_ARGS[op]);
-  if (problem) throw invalid(`${op}: ${problem}`);
+  for (const k in a) if (!allowed.has(k) && a[k] !== undefined) throw invalid(`${op}: ${unknownKeyProblem(a, OP_ARGS[op])}`);
   if (op === 'push.batch' && Array.isArray(a.messages)) {
     a.messages.forEach((m, i) => {
       const p = m !== null && typeof m === 'object' && !Array.isArray(m) ? unknownKeyProblem(m as Record<string, unknown>, PUSH_INPUT_KEYS) : null;
