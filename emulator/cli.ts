@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Connection as ConnectionT } from './clients/connection';
 import type { MessageView, QueueInfo } from './protocol';
-import { DEFAULT_PORT } from './protocol';
+import { DEFAULT_PORT, LIMITS } from './protocol';
 
 // The `quayside` command: `start` runs an emulator; the others talk to a running one.
 
@@ -133,12 +133,26 @@ function attributesFlag(args: Args): Record<string, unknown> | undefined {
   return o as Record<string, unknown>;
 }
 
-function intFlag(args: Args, name: string, min = 0): number | undefined {
+function intFlag(args: Args, name: string, min = 0, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const v = flag(args, name);
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number ≥ ${min}, got "${v}"`);
+  if (n > max) throw new UsageError(`--${name} must be at most ${max}, got ${n}`);
   return n;
+}
+
+const STATES: readonly MessageView['state'][] = ['ready', 'delayed', 'leased', 'dead'];
+
+/** `--state ready,leased`: states by name, checked here so that a typo is a usage error. */
+function statesFlag(args: Args): MessageView['state'][] | undefined {
+  const v = flag(args, 'state');
+  if (v === undefined) return undefined;
+  const states = v.split(',').map((x) => x.trim());
+  const bad = states.find((x) => !(STATES as readonly string[]).includes(x));
+  if (v.trim() === '' || bad === '') throw new UsageError('--state names no state; give ready, delayed, leased or dead (comma-separated), or leave it out for the live ones');
+  if (bad !== undefined) throw new UsageError(`--state: unknown state "${bad}"; states are ${STATES.join(', ')}`);
+  return states as MessageView['state'][];
 }
 
 // ------------------------------------------------------------------ start
@@ -335,9 +349,7 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'peek': {
-        const state = flag(args, 'state');
-        if (state !== undefined && state.trim() === '') throw new UsageError('--state names no state; give ready, delayed, leased or dead (comma-separated), or leave it out for the live ones');
-        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: state ? (state.split(',') as MessageView['state'][]) : undefined, limit: intFlag(args, 'limit', 1) ?? 20 });
+        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: statesFlag(args), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 20 });
         out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']));
         break;
       }
@@ -360,13 +372,15 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'dead': {
-        const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit', 1) ?? 100 });
+        const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 100 });
         // `reason` as the cache product's deadLetters() calls it, beside the protocol's deadReason.
         out({ ...r, messages: r.messages.map((m: MessageView) => ({ ...m, reason: m.deadReason })) }, `${r.total} dead letter(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']));
         break;
       }
       case 'replay': {
-        const r = await conn.request('dead.replay', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: idsFlag(args), max: intFlag(args, 'max', 1) });
+        const ids = idsFlag(args);
+        if (ids && flag(args, 'max') !== undefined) throw new UsageError('--max counts the oldest dead letters to replay; with --ids the ids say which, so give one or the other');
+        const r = await conn.request('dead.replay', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids, max: intFlag(args, 'max', 1, LIMITS.maxReplay) });
         out(r, `replayed ${r.replayed}`);
         break;
       }
@@ -384,7 +398,7 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'audit': {
         const namespace = flag(args, 'ns', 'namespace');
-        const r = await conn.request('audit.list', { namespace, limit: intFlag(args, 'limit', 1) ?? 50 });
+        const r = await conn.request('audit.list', { namespace, limit: intFlag(args, 'limit', 1, LIMITS.maxAuditEntries) ?? 50 });
         out(r, table(r.entries.map((e) => [when(e.at), e.token, e.tokenId ?? '-', e.namespace, e.queue, e.action, e.count]), ['AT', 'TOKEN', 'TOKEN ID', 'NAMESPACE', 'QUEUE', 'ACTION', 'COUNT']));
         break;
       }
@@ -416,7 +430,8 @@ export async function main(argv: string[]): Promise<void> {
   } catch (e) {
     const err = e as Error & { code?: string };
     const usage = e instanceof UsageError;
-    process.exitCode = usage ? 64 : err.code === 'unavailable' ? 69 : 1;
+    // The emulator refusing an argument (a --delay past the queue's limit) is a usage error too.
+    process.exitCode = usage || err.code === 'invalid_argument' ? 64 : err.code === 'unavailable' ? 69 : 1;
     if (args.flags.json === true) {
       // A script asked for JSON: the error is JSON too (on stderr, so stdout stays the result).
       // resetAt (quota_exceeded) and details ride along, as in the protocol's error.

@@ -103,6 +103,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     engine,
     createToken: async (o = {}) => {
       if (o === null || typeof o !== 'object') throw new QuaysideError('invalid_argument', 'createToken takes { access?, namespace?, name? }');
+      // A misspelt `acess: 'read'` must not hand a test a read-write token.
+      const extra = Object.keys(o).find((k) => !['access', 'namespace', 'name'].includes(k) && (o as Record<string, unknown>)[k] !== undefined);
+      if (extra !== undefined) throw new QuaysideError('invalid_argument', `createToken: unknown option "${extra}"; expected one of access, namespace, name`);
       const access = o.access ?? 'readwrite';
       return engine.createToken(access, o.namespace ?? null, o.name ?? `test-${access}`);
     },

@@ -435,12 +435,44 @@ export const LIMITS = {
   maxWaitingPullsPerConnection: 256,
   maxBatchMessages: 1000,
   maxPullMessages: 1000,
+  /** The most one page of peek or dead.list holds. */
+  maxPageSize: 1000,
+  /** The most audit entries one audit.list returns. */
+  maxAuditEntries: 10_000,
+  /** The most dead letters one replay moves. */
+  maxReplay: 100_000,
   maxWaitMs: 20 * 60 * 1000,
   /** A dedupe key or ordering key, in characters. */
   maxKeyChars: 512,
   /** The largest epoch ms a Date can hold: the bound on every instant on the wire (`waitUntil`). */
   maxEpochMs: 8.64e15,
 };
+
+/**
+ * The UTF-8 bytes of a `sync` message as the library stores it, `{"data":…,"attempt":0,
+ * "orderingKey":…,"meta":…,"enqueuedAt":…}`: the envelope its `payloadBytes` limit is on (DESIGN.md).
+ * Shared by the engine and the sync face's own check, so both count the same bytes.
+ */
+export function syncEnvelopeBytes(dataBytes: number, metaBytes: number | undefined, orderingKey: string | undefined, enqueuedAt: number): number {
+  const fixed = '{"data":,"attempt":0,"enqueuedAt":}'.length;
+  const key = orderingKey === undefined ? 0 : ',"orderingKey":'.length + utf8Bytes(JSON.stringify(orderingKey));
+  const meta = metaBytes === undefined ? 0 : ',"meta":'.length + metaBytes;
+  return fixed + dataBytes + key + meta + String(enqueuedAt).length;
+}
+
+/** UTF-8 length without Buffer, so this module also runs in the webview. */
+export function utf8Bytes(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 2; // a surrogate pair: 4 bytes for 2 code units
+      i++;
+    } else if (c >= 0x800) n += 2;
+    else if (c >= 0x80) n += 1;
+  }
+  return n;
+}
 
 /**
  * Why a namespace or queue name is refused (completing "<field> …"), or null. Shared by the engine

@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, LagStep, MessageView, QueueCounts } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optSignal, optString, pause, throwIfAborted } from './common';
+import { EMULATOR_HANDLE_KEYS, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optSignal, optString, pause, throwIfAborted, thrownText } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -132,6 +132,9 @@ export interface Cache {
 
 const MAX_LEASE_S = 12 * 3600;
 
+/** The shortest time consume() holds an empty pull (`idleMs` below it is raised to it). */
+const MIN_HOLD_MS = 100;
+
 export function createCache(opts: CacheOptions): Cache {
   if (!opts || typeof opts !== 'object') throw invalidArg('createCache needs { namespace }');
   onlyKeys(opts as unknown as Record<string, unknown>, ['url', 'token', 'namespace', 'transport'] satisfies (keyof CacheOptions)[], 'createCache', EMULATOR_HANDLE_KEYS);
@@ -241,6 +244,16 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
    * Settles name this queue, so a receipt of another queue (or namespace) is stale here, as it
    * would be against the hosted service; a queue that does not exist holds no lease either.
    */
+  /**
+   * ack and nack take a receipt only. An option given anyway is refused, not dropped: a
+   * `nack(r, { delaySeconds: 60 })` would otherwise put the message back at once.
+   */
+  const noOptions = (op: 'ack' | 'nack', rest: unknown[]): void => {
+    const o = optObject(rest[0], `${op} options`);
+    const extra = rest.length > 1 ? 'a third argument' : o && Object.keys(o).length > 0 ? `option "${Object.keys(o)[0]}"` : null;
+    if (extra) throw invalidArg(`${op}(receipt) takes no options, got ${extra}; a nacked message is ready again at once (its queue has no nack delay)`);
+  };
+
   const settleHere = (op: 'ack' | 'nack', receipt: string, error?: string): Promise<boolean> =>
     orEmpty(t().request(op, { ...ref, receipt, error }).then((r) => r.ok), false);
 
@@ -269,11 +282,13 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
       return orEmpty(pullRaw<T>(o), []);
     },
 
-    async ack(receipt) {
+    async ack(receipt, ...rest: unknown[]) {
+      noOptions('ack', rest);
       return settleHere('ack', receiptArg(receipt));
     },
 
-    async nack(receipt) {
+    async nack(receipt, ...rest: unknown[]) {
+      noOptions('nack', rest);
       return settleHere('nack', receiptArg(receipt));
     },
 
@@ -284,6 +299,8 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
       const visibilitySeconds = o.visibilitySeconds;
       optSeconds(visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
       const idleMs = optSeconds(o.idleMs === undefined ? undefined : o.idleMs / 1000, 'idleMs', { max: 20 * 60 }) ?? 1000;
+      // A held pull answers the moment a message comes, so a shorter hold than this would only spin.
+      const holdMs = Math.max(idleMs, MIN_HOLD_MS);
       const signal = optSignal(o.signal);
       // close() on the cache ends the loop (after the batch in hand), as aborting the signal does.
       const epoch = closes();
@@ -292,7 +309,7 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
         let batch: CacheMessage<T>[];
         try {
           batch = await orNotFound(
-            pullRaw<T>({ max, visibilitySeconds, waitMs: idleMs, signal }),
+            pullRaw<T>({ max, visibilitySeconds, waitMs: holdMs, signal }),
             // Nobody pushed yet: create the (empty) queue so the server can hold the next pull.
             () => createEmpty().then(() => []),
           );
@@ -309,7 +326,6 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
           }
           throw e;
         }
-        if (batch.length === 0 && idleMs === 0) await pause(0);
         // The batch in hand is always finished, even when the signal aborts meanwhile: every
         // message is acked or nacked, never left leased.
         for (const msg of batch) {
@@ -325,7 +341,7 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
             }
           }
           await settle(async () =>
-            failure ? settleHere('nack', msg.receipt, errorText(failure.error)?.slice(0, 8192)) : q.ack(msg.receipt),
+            failure ? settleHere('nack', msg.receipt, thrownText(failure.error)) : q.ack(msg.receipt),
           );
         }
       }

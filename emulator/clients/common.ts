@@ -141,3 +141,12 @@ export function errorText(e: unknown): string | undefined {
     return 'a thrown value with no text';
   }
 }
+
+/**
+ * What a handler threw, as a dead letter's lastError. A `throw null` still says so: leaving it out
+ * would let the failed area show an earlier attempt's error as the last one.
+ */
+export function thrownText(e: unknown): string {
+  const text = errorText(e);
+  return (text ? text : `threw ${typeof e === 'string' ? '""' : String(e)}`).slice(0, 8192);
+}

@@ -52,8 +52,14 @@ export class Connection implements Transport {
   constructor(opts: ConnectionOptions = {}) {
     // Resolved late: apps build clients at import time, before a test's before() hook has started
     // the emulator and set QUAYSIDE_URL / QUAYSIDE_TOKEN.
-    this.urlOpt = opts.url;
-    this.tokenOpt = opts.token;
+    // Only the types are checked here (the values are read at each dial): a number for a URL must
+    // fail as a bad argument, not as a TypeError from deep inside the first call.
+    for (const k of ['url', 'token'] as const) {
+      const v = opts[k] as unknown;
+      if (v !== undefined && v !== null && typeof v !== 'string') throw new QuaysideError('invalid_argument', `${k} must be a string, got a ${typeof v}`);
+    }
+    this.urlOpt = opts.url ?? undefined;
+    this.tokenOpt = opts.token ?? undefined;
     this.clientName = opts.client ?? 'quayside-client';
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
   }

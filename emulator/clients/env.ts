@@ -4,7 +4,7 @@ import { contentTypeProblem, type Delivery, type DeliverEvent, type PushInput, t
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, optObject, optSeconds, optSignal, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, optObject, optSeconds, optSignal, optString, pause, thrownText } from './common';
 
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
@@ -273,6 +273,8 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
   let consumerId: string | null = null;
   let attaching = true;
   let stopped = false;
+  /** Set once the emulator answered the detach: no batch comes after that answer. */
+  let detached = false;
   const early: DeliverEvent[] = [];
   /** Batches in hand: the handler, its settles and its waitUntil work; and when its lease ends (emulator time). */
   const inHand = new Set<{ work: Promise<void>; leaseUntil: number }>();
@@ -328,7 +330,7 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     } catch (e) {
       threw = true;
       // Kept as the messages' last error, so the failed area shows why they failed.
-      error = errorText(e)?.slice(0, 8192);
+      error = thrownText(e);
       onError(e, batch);
     }
     // Unsettled messages: acked when the handler resolved, retried (no delay) when it threw.
@@ -368,7 +370,9 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
   }
 
   const offEvent = transport.onEvent((e: ServerEvent) => {
-    if (e.event !== 'deliver' || stopped) return;
+    // A batch sent before the emulator took the detach is in hand: handled, not dropped (it would
+    // sit leased until its lease ended, an attempt spent with no handler having seen it).
+    if (e.event !== 'deliver' || detached) return;
     if (attaching) {
       early.push(e);
       return;
@@ -443,6 +447,7 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     offReconnect();
     // Detach first so no new batch comes; then finish what is in hand (up to its lease end).
     if (consumerId) await transport.request('consumer.detach', { consumer: consumerId }).catch(() => {});
+    detached = true;
     await Promise.all([...inHand].map(finishOrTimeOut));
     offEvent();
     if (owned) await transport.close();

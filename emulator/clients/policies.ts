@@ -43,7 +43,10 @@ export function syncPolicy(limits: unknown, delivery: unknown): Partial<QueuePol
     for (const [k, v] of Object.entries(o)) {
       if (k === 'ordering') continue; // checked by checkOrdering
       if (!SYNC_KEYS.includes(k)) throw invalidArg(`unknown ${what} option "${k}"; expected one of ${SYNC_KEYS.join(', ')}`, { field: k });
-      if (v !== undefined) merged[k] = v;
+      if (v === undefined) continue;
+      // Either place is accepted; two different values would leave one quietly unused.
+      if (k in merged && merged[k] !== v) throw invalidArg(`${k} is given in both limits (${String(merged[k])}) and delivery (${String(v)}); give it once`, { field: k });
+      merged[k] = v;
     }
   }
   const p: Partial<QueuePolicy> = {};

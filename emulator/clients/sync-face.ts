@@ -1,6 +1,6 @@
 import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
-import { LIMITS, nameProblem } from '../protocol';
+import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import type { Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optSignal, optString, pause } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
@@ -161,10 +161,12 @@ function schemaArg(v: unknown): SyncSchema | undefined {
   return v as SyncSchema;
 }
 
-/** UTF-8 bytes of data plus meta as JSON, measured as the engine measures a sync message. */
-function envelopeBytes(data: unknown, meta: unknown): number {
-  const size = (v: unknown) => (v === undefined || v === null ? 0 : Buffer.byteLength(JSON.stringify(v), 'utf8'));
-  return size(data) + size(meta);
+const ENVELOPE = 'data, attempt, orderingKey, meta and enqueuedAt as JSON';
+
+/** The message's envelope in bytes, as the engine measures a sync message (`syncEnvelopeBytes`). */
+function envelopeBytes(data: unknown, meta: unknown, orderingKey: string | undefined): number {
+  const size = (v: unknown) => Buffer.byteLength(JSON.stringify(v), 'utf8');
+  return syncEnvelopeBytes(size(data), meta === undefined || meta === null ? undefined : size(meta), orderingKey, Date.now());
 }
 
 /**
@@ -177,7 +179,7 @@ function sendError(e: unknown): unknown {
   if (e.code === 'payload_too_large' && typeof size === 'number' && typeof limit === 'number') {
     const message = limit === LIMITS.maxFrameBytes
       ? `send: data and meta make a request of ${size} bytes, over the emulator's ${limit} bytes per request (a message is at most ${LIMITS.maxMessageBytes} bytes)`
-      : `send: data and meta are ${size} bytes, over the queue's payloadBytes (${limit})`;
+      : `send: the message is ${size} bytes as stored (${ENVELOPE}), over the queue's payloadBytes (${limit})`;
     return new QuaysideError('payload_too_large', message, { details: e.details, cause: e });
   }
   if (e.code === 'invalid_argument' && (field === 'body' || field === 'meta')) {
@@ -491,11 +493,11 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       if (limit !== undefined) {
         let size: number;
         try {
-          size = envelopeBytes(o.data, o.meta);
+          size = envelopeBytes(o.data, o.meta, orderingKey);
         } catch {
           size = 0; // not JSON-serialisable: the request's encoding names the field
         }
-        if (size > limit) throw new QuaysideError('payload_too_large', `send: data and meta are ${size} bytes, over this handle's payloadBytes (${limit})`, { details: { size, limit } });
+        if (size > limit) throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${limit})`, { details: { size, limit } });
       }
       try {
         const r = await onQueue(s, () => transport.request('push', { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta }), true);

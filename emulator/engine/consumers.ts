@@ -39,16 +39,34 @@ export class ConsumerHub {
     return a;
   }
 
-  detach(id: string): number | null {
+  /**
+   * Takes an attachment out of the rotation. A run that stops (`keepInFlight`) still has its batches
+   * in hand: they hold their slots until it reports them done or their lease ends, so another run
+   * cannot go past maxConcurrency meanwhile. A connection that is gone has nothing in hand.
+   */
+  detach(id: string, keepInFlight: boolean): number | null {
+    let found: number | null = null;
     for (const [queueId, q] of this.byQueue) {
       const i = q.attachments.findIndex((a) => a.id === id);
-      if (i < 0) continue;
-      q.attachments.splice(i, 1);
-      for (const [b, f] of q.inflight) if (f.attachment === id) q.inflight.delete(b);
-      if (q.attachments.length === 0) this.byQueue.delete(queueId);
-      return queueId;
+      if (i >= 0) {
+        q.attachments.splice(i, 1);
+        found = queueId;
+      }
+      // Also for a run detached earlier whose batches were still in hand.
+      if (!keepInFlight) {
+        for (const [b, f] of q.inflight) {
+          if (f.attachment !== id) continue;
+          q.inflight.delete(b);
+          found ??= queueId;
+        }
+      }
+      this.forgetIfIdle(queueId, q);
     }
-    return null;
+    return found;
+  }
+
+  private forgetIfIdle(queueId: number, q: QueueConsumers): void {
+    if (q.attachments.length === 0 && q.inflight.size === 0) this.byQueue.delete(queueId);
   }
 
   dropQueue(queueId: number): void {
@@ -69,6 +87,7 @@ export class ConsumerHub {
       const f = q.inflight.get(batch);
       if (f && f.attachment === attachmentId) {
         q.inflight.delete(batch);
+        this.forgetIfIdle(queueId, q);
         return queueId;
       }
     }
@@ -107,6 +126,7 @@ export class ConsumerHub {
     const freed: number[] = [];
     for (const [queueId, q] of this.byQueue) {
       for (const [b, f] of q.inflight) if (f.until <= now) { q.inflight.delete(b); freed.push(queueId); }
+      this.forgetIfIdle(queueId, q);
     }
     return freed;
   }

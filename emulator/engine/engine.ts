@@ -4,7 +4,7 @@ import type {
   Access, AuditEntry, ChangeEvent, ConsumerSettings, Delivery, Dialect, LagStep, MessageState, MessageView,
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
-import { LIMITS, isBase64Text, isBinaryContentType } from '../protocol';
+import { LIMITS, isBase64Text, isBinaryContentType, syncEnvelopeBytes } from '../protocol';
 import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
@@ -494,16 +494,18 @@ export class Engine {
       const binary = isBinaryContentType(contentType);
       if (binary && !isBase64Text(m.body)) throw invalid(`${at}body must be base64 text with contentType "${contentType}"`);
       const size = binary ? Buffer.byteLength(m.body as string, 'base64') : Buffer.byteLength(body, 'utf8');
-      const measured = size + (meta ? Buffer.byteLength(meta, 'utf8') : 0);
+      const metaBytes = meta === undefined ? undefined : Buffer.byteLength(meta, 'utf8');
+      const orderingKey = v.optStr(m.orderingKey, `${at}orderingKey`, LIMITS.maxKeyChars);
+      const measured = q.dialect === 'sync' ? syncEnvelopeBytes(size, metaBytes, orderingKey, now) : size + (metaBytes ?? 0);
       if (measured > policy.maxPayloadBytes) {
-        throw new QuaysideError('payload_too_large', `${at}body is ${measured} bytes; the limit of queue "${q.name}" is ${policy.maxPayloadBytes} bytes`, { details: { size: measured, limit: policy.maxPayloadBytes } });
+        const what = q.dialect === 'sync' ? `${at}body as stored (the envelope of data, attempt, orderingKey, meta and enqueuedAt)` : `${at}body`;
+        throw new QuaysideError('payload_too_large', `${what} is ${measured} bytes; the limit of queue "${q.name}" is ${policy.maxPayloadBytes} bytes`, { details: { size: measured, limit: policy.maxPayloadBytes } });
       }
       const delay = v.optInt(m.delayMs, `${at}delayMs`, 0, policy.maxDelayMs) ?? 0;
       const dedupeKey = v.optStr(m.dedupeKey, `${at}dedupeKey`, LIMITS.maxKeyChars);
       const ttl = v.optInt(m.dedupeTtlMs, `${at}dedupeTtlMs`, 1, 365 * TIME.DAY) ?? policy.dedupeTtlMs;
       const attributes = v.optRecord(m.attributes, `${at}attributes`);
       if (attributes) v.serialise(attributes, `${at}attributes`);
-      const orderingKey = v.optStr(m.orderingKey, `${at}orderingKey`, LIMITS.maxKeyChars);
       if (dedupeKey !== undefined) {
         const owner = this.store.dedupeOwner(q.id, dedupeKey, now);
         if (owner !== null) {
@@ -809,7 +811,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const states = this.statesArg(args.states);
-      const limit = v.optInt(args.limit, 'limit', 1, 1000) ?? 50;
+      const limit = v.optInt(args.limit, 'limit', 1, LIMITS.maxPageSize) ?? 50;
       const after = args.cursor === undefined || args.cursor === null ? 0 : parseMessageId(args.cursor) ?? badCursor(args.cursor);
       const search = v.optStr(args.search, 'search', 1000) ?? null;
       const now = this.clock.now();
@@ -844,7 +846,7 @@ export class Engine {
   deadList(args: Ref & { limit?: unknown; cursor?: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<{ messages: MessageView[]; total: number; next: string | null }> {
     return this.op(() => {
       const q = this.queueRow(args, actor);
-      const limit = v.optInt(args.limit, 'limit', 1, 1000) ?? 100;
+      const limit = v.optInt(args.limit, 'limit', 1, LIMITS.maxPageSize) ?? 100;
       let afterAt = -1;
       let afterId = 0;
       if (args.cursor !== undefined && args.cursor !== null) {
@@ -877,7 +879,7 @@ export class Engine {
     return this.op(() => {
       let ns = args.namespace === undefined || args.namespace === null ? null : v.name(args.namespace, 'namespace');
       const queue = args.queue === undefined || args.queue === null ? null : v.name(args.queue, 'queue');
-      const limit = v.optInt(args.limit, 'limit', 1, 10000) ?? 100;
+      const limit = v.optInt(args.limit, 'limit', 1, LIMITS.maxAuditEntries) ?? 100;
       if (actor.namespace !== null) {
         if (ns !== null && ns !== actor.namespace) return { entries: [] };
         ns = actor.namespace;
@@ -916,7 +918,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const ids = this.idsArg(args.ids);
-      const max = v.optInt(args.max, 'max', 1, 100000) ?? 100;
+      const max = v.optInt(args.max, 'max', 1, LIMITS.maxReplay) ?? 100;
       const policy = this.policyOf(q);
       const now = this.clock.now();
       const done = this.store.replay(q.id, ids, max, now, policy.maxMessageAgeMs === null ? null : now + policy.maxMessageAgeMs);
@@ -990,9 +992,11 @@ export class Engine {
     });
   }
 
-  detachConsumer(args: { consumer: unknown }): Promise<{ ok: boolean }> {
+  /** `keepInFlight`: the run stops but finishes its batches in hand (see ConsumerHub.detach). */
+  detachConsumer(args: { consumer: unknown }, keepInFlight = true): Promise<{ ok: boolean }> {
     return this.op(() => {
-      const queueId = this.consumers.detach(v.str(args.consumer, 'consumer'));
+      const queueId = this.consumers.detach(v.str(args.consumer, 'consumer'), keepInFlight);
+      if (queueId !== null && !keepInFlight) this.touched.add(queueId); // slots freed: serve the others
       return { ok: queueId !== null };
     });
   }
@@ -1149,6 +1153,7 @@ export class Engine {
    * once all of it has committed and its events have gone out.
    */
   advance(ms: unknown): Promise<number> {
+    if (this.closed) return Promise.reject(new QuaysideError('unavailable', 'the emulator is shut down; the clock cannot move'));
     if (!(this.clock instanceof VirtualClock)) return Promise.reject(conflict('the clock is not virtual; start the emulator with clock: "virtual"'));
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return Promise.reject(invalid(`ms must be a finite number of milliseconds ≥ 0, got ${v.describe(ms)}`));
     // Past the last instant a Date can hold, times lose their precision (and the lag history's steps stop moving).
@@ -1173,11 +1178,17 @@ export class Engine {
       // test that computed its step must not land a millisecond short of a lease end.
       const target = clock.now() + Math.round(ms);
       // The clock is saved with the work done at each instant, so no stored time is ahead of it.
+      // close() may come while this advance waits: then a coded error, not the closed store's own.
+      const open = () => {
+        if (this.closed) throw new QuaysideError('unavailable', 'the emulator was shut down while its clock was advancing');
+      };
       const applyHere = () => {
+        open();
         this.applyDue();
         this.saveClock();
       };
       for (let guard = 0; guard < 100000; guard++) {
+        open();
         const next = this.nextDueAt();
         if (next === null || next > target) break;
         clock.set(next);

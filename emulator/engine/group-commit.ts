@@ -34,7 +34,7 @@ export class GroupCommit {
   constructor(private readonly store: QueueStore) {}
 
   run<T>(fn: () => T): Promise<T> {
-    if (this.closed) return Promise.reject(new Error('the emulator is closed'));
+    if (this.closed) return Promise.reject(new QuaysideError('unavailable', 'the emulator is shut down'));
     return new Promise<T>((resolve, reject) => {
       this.jobs.push({ fn, resolve: resolve as (v: unknown) => void, reject });
       if (!this.scheduled) {

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import { QuaysideError, invalid } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
 import * as validate from '../engine/validate';
-import { HTTP_STATUS, READ_OPS, contentTypeProblem, isBase64Text, isBinaryContentType, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
+import { HTTP_STATUS, LIMITS, READ_OPS, contentTypeProblem, isBase64Text, isBinaryContentType, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
 import { authorize, bearer, resolveToken } from '../server/auth';
 import { json, type HttpRoute } from '../server/server';
 import { checkEnvironment, checkProject, envNamespace, envQueueView, ENV_MAX_RETENTION_S } from './env-naming';
@@ -236,6 +236,9 @@ async function putConsumer(c: Ctx, m: RegExpExecArray): Promise<[number, unknown
   onlyKnown(c.body, ['appId', 'maxBatchSize', 'maxBatchTimeoutMs', 'maxConcurrency', 'visibilityMs']);
   if (!('appId' in c.body)) throw invalid('appId is required (null makes it a pull queue)');
   const q = await queueById(c, m[1]);
+  const extra = Object.keys(c.body).find((k) => k !== 'appId' && c.body[k] !== undefined && c.body[k] !== null);
+  // A pull queue has no batch settings: one given with appId null would be dropped without a word.
+  if (c.body.appId === null && extra !== undefined) throw invalid(`${extra} is a consumer app's setting; with appId null the queue becomes a pull queue and keeps none`);
   const consumer = c.body.appId === null ? null : c.body;
   return [200, envQueueView(await c.engine.setConsumer({ ...ref(q), consumer }, c.actor))];
 }
@@ -326,7 +329,7 @@ async function extend(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
 async function retryFailed(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['max']);
   const q = await queueById(c, m[1]);
-  const max = num(c.body.max, 'max', 1, 100000) ?? 100;
+  const max = num(c.body.max, 'max', 1, LIMITS.maxReplay) ?? 100;
   const r = await c.engine.replay({ ...ref(q), max }, c.actor);
   return [200, { retried: r.replayed }];
 }

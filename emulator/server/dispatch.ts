@@ -10,6 +10,8 @@ export class Session {
   access: Access | null = null;
   subscriptions = new Map<string, { namespace?: string; queue?: string }>();
   consumers = new Set<string>();
+  /** Consumers this connection detached: they may still report their batches in hand done. */
+  detached = new Set<string>();
   held = new Map<number | string, AbortController>();
   inFlight = 0;
   private seq = 0;
@@ -93,15 +95,24 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     return r;
   },
   'consumer.done': async (e, s, a) => {
-    if (!s.consumers.has(idArg(a.consumer, 'consumer'))) return { ok: false };
+    const c = idArg(a.consumer, 'consumer');
+    if (!s.consumers.has(c) && !s.detached.has(c)) return { ok: false };
     return e.consumerDone(a as never);
   },
   'consumer.detach': async (e, s, a) => {
-    if (!s.consumers.delete(idArg(a.consumer, 'consumer'))) return { ok: false };
+    const c = idArg(a.consumer, 'consumer');
+    if (!s.consumers.delete(c)) return { ok: false };
+    // Bounded: a connection that attaches and detaches for ever keeps only its recent ones.
+    if (s.detached.size >= 256) s.detached.delete(s.detached.values().next().value!);
+    s.detached.add(c);
     return e.detachConsumer(a as never);
   },
   'clock.now': async (e) => ({ now: e.now(), mode: e.clock.mode }),
-  'clock.advance': async (e, _s, a) => ({ now: await e.advance(a.ms) }),
+  'clock.advance': async (e, s, a) => {
+    // One clock for every namespace: moving it expires leases and ages messages everywhere.
+    if (s.actor!.namespace !== null) throw new QuaysideError('forbidden', `the clock is shared by every namespace; this token is for namespace "${s.actor!.namespace}" only`);
+    return { now: await e.advance(a.ms) };
+  },
   cancel: async (_e, s, a) => {
     if (typeof a.request !== 'number' && typeof a.request !== 'string') throw invalid(`request must be the id (a number or string) of a held request, got ${v.describe(a.request)}`);
     const ac = s.held.get(a.request);
@@ -167,11 +178,29 @@ function checkArgKeys(op: OpName, a: Record<string, unknown>): void {
   }
 }
 
+/**
+ * Who the connection is. A hello sent again replaces that: a refused one leaves the connection
+ * with no access, and subscriptions are narrowed to what the new token may see.
+ */
 function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
-  if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${typeof a.version === 'number' ? a.version : typeof a.version}; this emulator speaks ${PROTOCOL_VERSION}`);
-  const who = resolveToken(engine, a.token);
+  let who: ReturnType<typeof resolveToken>;
+  try {
+    if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${typeof a.version === 'number' ? a.version : typeof a.version}; this emulator speaks ${PROTOCOL_VERSION}`);
+    who = resolveToken(engine, a.token);
+  } catch (e) {
+    s.actor = null;
+    s.access = null;
+    s.subscriptions.clear();
+    throw e;
+  }
   s.actor = { name: who.name, tokenId: who.tokenId, namespace: who.namespace };
   s.access = who.access;
+  if (who.namespace !== null) {
+    for (const [id, sub] of s.subscriptions) {
+      if (sub.namespace === undefined) sub.namespace = who.namespace;
+      else if (sub.namespace !== who.namespace) s.subscriptions.delete(id);
+    }
+  }
   return { version: PROTOCOL_VERSION, server: 'quayside', clock: engine.clock.mode, now: engine.now(), access: who.access, namespace: who.namespace };
 }
 
@@ -179,8 +208,11 @@ function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
 export function endSession(engine: Engine, s: Session): void {
   for (const ac of s.held.values()) ac.abort();
   s.held.clear();
-  for (const c of s.consumers) void engine.detachConsumer({ consumer: c }).catch(() => {});
+  // The connection is gone, and what it had in hand with it: its slots are free at once.
+  for (const c of s.consumers) void engine.detachConsumer({ consumer: c }, false).catch(() => {});
+  for (const c of s.detached) void engine.detachConsumer({ consumer: c }, false).catch(() => {});
   s.consumers.clear();
+  s.detached.clear();
   s.subscriptions.clear();
 }
 

@@ -35,6 +35,8 @@ type ClaimedRow = Pick<MessageRow, 'id' | 'visible_at' | 'attempts' | 'enqueued_
 export type StoreOpenProblem = 'not_quayside' | 'corrupt' | 'newer_version' | 'unwritable' | 'in_use';
 
 export class StoreOpenError extends Error {
+  /** Stable, as the CLI reports it; `problem` says which. */
+  readonly code = 'data_dir';
   constructor(readonly problem: StoreOpenProblem, message: string) {
     super(message);
     this.name = 'StoreOpenError';

@@ -455,7 +455,7 @@ describe('clients: requests as large as a frame allows, and larger', function ()
     const conn = new Connection({ url: emu.url, token: emu.token });
     try {
       const id = fresh('big');
-      const data = 'd'.repeat(4 * 1024 * 1024 - 2); // the JSON string is exactly 4 MiB
+      const data = 'd'.repeat(4 * 1024 * 1024 - 2 - 48); // with its envelope, exactly 4 MiB
       for (const q of [remote.queue({ id, transport: conn, limits: { payloadBytes: 4 * 1024 * 1024 } }), mem.queue({ id, limits: { payloadBytes: 4 * 1024 * 1024 } })]) {
         await q.send({ data });
         assert.equal(((await q.recv({ wait: false }))?.data as string).length, data.length);

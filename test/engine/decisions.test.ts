@@ -102,7 +102,7 @@ describe('engine: decisions', () => {
   });
 
   describe('sizes', () => {
-    const limits = [['cache', 256 * 1024], ['env', 128 * 1024], ['sync', 131072]] as const;
+    const limits = [['cache', 256 * 1024], ['env', 128 * 1024]] as const;
     for (const [dialect, limit] of limits) {
       it(`${dialect}: a body of exactly ${limit} bytes passes and one byte more fails`, async () => {
         t = makeEngine();
@@ -115,6 +115,28 @@ describe('engine: decisions', () => {
         assert.equal((await t.engine.stats(ref)).counts.ready, 1);
       });
     }
+
+    it('sync: the limit is on the envelope the library stores ({ data, attempt, orderingKey, meta, enqueuedAt } as JSON)', async () => {
+      t = makeEngine(); // the clock starts at a 13-digit epoch ms
+      await t.engine.createQueue({ ...ref, dialect: 'sync' });
+      const envelope = (data: unknown, orderingKey?: string, meta?: unknown) =>
+        Buffer.byteLength(JSON.stringify({ data, attempt: 0, orderingKey, meta, enqueuedAt: t.clock.now() }), 'utf8');
+      const overhead = envelope('') - 2;
+      assert.equal(overhead, 48);
+      const exact = 'x'.repeat(131072 - 2 - overhead);
+      assert.equal(envelope(exact), 131072);
+      await t.engine.push({ ...ref, body: exact });
+      const err = await rejects(t.engine.push({ ...ref, body: exact + 'y' }));
+      assert.equal(err.code, 'payload_too_large');
+      assert.match(err.message, /131073 bytes; the limit of queue "q" is 131072 bytes/);
+      // The ordering key and meta are in the envelope too.
+      const withBoth = 'x'.repeat(131072 - envelope('', 'k€', { a: 1 }));
+      assert.equal(envelope(withBoth, 'k€', { a: 1 }), 131072);
+      await t.engine.push({ ...ref, body: withBoth, orderingKey: 'k€', meta: { a: 1 } });
+      assert.equal((await rejects(t.engine.push({ ...ref, body: withBoth, orderingKey: 'k€x', meta: { a: 1 } }))).code, 'payload_too_large');
+      assert.equal((await rejects(t.engine.push({ ...ref, body: withBoth, orderingKey: 'k€', meta: { a: 10 } }))).code, 'payload_too_large');
+      assert.equal((await t.engine.stats(ref)).counts.ready, 2);
+    });
 
     it('the limit counts UTF-8 bytes, not characters', async () => {
       t = makeEngine();

@@ -147,6 +147,8 @@ describe('reliability: access', function () {
       await assert.rejects(elsewhere.queue('jobs').push(1), { code: 'forbidden' });
       await assert.rejects(emu.createToken({ access: 'admin' as never }), { code: 'invalid_argument' });
       await assert.rejects(emu.createToken({ namespace: '' }), { code: 'invalid_argument' });
+      // A misspelt option must not quietly give a read-write token to a test of read-only access.
+      await assert.rejects(emu.createToken({ acess: 'read' } as never), { code: 'invalid_argument', message: /unknown option "acess"/ });
     } finally {
       await Promise.all([reader.close(), writer.close(), elsewhere.close()]);
     }
@@ -185,6 +187,40 @@ describe('reliability: access', function () {
     const list = (await (await fetch(`${emu.httpUrl}/v1/queues`, { headers: h })).json()) as { queues: unknown[] };
     assert.deepEqual(list.queues, []);
     await c.close();
+  });
+
+  it('a token for one namespace cannot move the clock that every namespace shares', async () => {
+    const rw = (await admin.ok('token.create', { access: 'readwrite', namespace: 'alpha' })).token;
+    const c = await RawClient.hello(emu.url, rw);
+    try {
+      const before = (await admin.ok('clock.now', {})).now;
+      const r = await c.request('clock.advance', { ms: 60_000 });
+      assert.equal(r.ok, false);
+      assert.equal(r.error!.code, 'forbidden');
+      assert.equal((await admin.ok('clock.now', {})).now, before);
+      assert.equal((await c.ok('clock.now', {})).now, before, 'reading it is allowed');
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('hello sent again replaces who the connection is: subscriptions narrow to the new token, and a refused one leaves no access', async () => {
+    const c = await RawClient.hello(emu.url, emu.token);
+    try {
+      await c.ok('subscribe', {}); // everything, as the admin
+      await c.ok('subscribe', { namespace: 'beta' });
+      const alpha = (await admin.ok('token.create', { access: 'read', namespace: 'alpha' })).token;
+      await c.ok('hello', { version: 1, token: alpha });
+      await admin.ok('push', { namespace: 'beta', queue: 'jobs', body: 'not for alpha' });
+      await admin.ok('push', { namespace: 'alpha', queue: 'jobs', body: 'for alpha' });
+      await c.waitFor((f) => f.event === 'change' && f.namespace === 'alpha');
+      assert.equal(c.frames.filter((f) => f.event === 'change' && f.namespace === 'beta').length, 0);
+      const refused = await c.request('hello', { version: 1, token: 'qs_rw_not-a-token' });
+      assert.equal(refused.error!.code, 'unauthorized');
+      assert.equal((await c.request('queue.list', {})).error!.code, 'unauthorized', 'the earlier access is gone');
+    } finally {
+      await c.close();
+    }
   });
 
   it('every replay and purge lands in the audit log with its token and count', async () => {

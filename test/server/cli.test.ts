@@ -78,6 +78,24 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     assert.equal((await emu.engine.listQueues({ namespace: 'cli' })).queues.some((q) => q.name === 'extra-args'), false, 'nothing was pushed');
   });
 
+  it('a flag value out of range is a usage error (exit 64) whether the CLI or the emulator finds it, and does nothing', async () => {
+    await emu.engine.push({ namespace: 'cli', queue: 'ranges', body: 1, create: 'cache' });
+    const cases: [string[], RegExp][] = [
+      [['peek', 'ranges', '--state', 'bogus'], /--state: unknown state "bogus"; states are ready, delayed, leased, dead/],
+      [['peek', 'ranges', '--limit', '1001'], /--limit must be at most 1000, got 1001/],
+      [['dead', 'ranges', '--limit', '1001'], /--limit must be at most 1000/],
+      [['replay', 'ranges', '--max', '100001'], /--max must be at most 100000/],
+      [['replay', 'ranges', '--ids', 'm_1,m_2', '--max', '1'], /give one or the other/],
+      [['push', 'ranges', '2', '--delay', String(7 * 24 * HOUR + 1)], /delayMs/], // the queue's own limit, found by the emulator
+    ];
+    for (const [argv, message] of cases) {
+      const e = await fails(run(tsx, [cli, ...argv, ...args, '--json']));
+      assert.equal(e?.code, 64, argv.join(' '));
+      assert.match(JSON.parse(e!.stderr).error.message, message);
+    }
+    assert.equal((await emu.engine.peek({ namespace: 'cli', queue: 'ranges' })).total, 1, 'nothing was pushed');
+  });
+
   it('--json errors carry what the protocol\'s error does: quota_exceeded has its resetAt', async () => {
     await emu.engine.configureNamespace({ namespace: 'cli-quota', dailyQuota: 1 });
     const quota = ['--ns', 'cli-quota', '--url', emu.url, '--token', emu.token, '--json'];

@@ -79,6 +79,33 @@ describe('startEmulator: options', () => {
         await next.close();
       }),
     ));
+
+  it('a data directory another emulator holds is refused with the stable code data_dir (problem in_use)', () =>
+    inTempDir(async (dir) => {
+      const first = await startEmulator({ dataDir: dir });
+      try {
+        await assert.rejects(startEmulator({ dataDir: dir }), (e: Error & { code?: string; problem?: string }) => {
+          assert.equal(e.code, 'data_dir');
+          assert.equal(e.problem, 'in_use');
+          assert.match(e.message, /in use/);
+          return true;
+        });
+      } finally {
+        await first.close();
+      }
+    }));
+
+  it('clock.advance() after close(), or pending when it came, fails unavailable rather than with the store\'s own error', async () => {
+    const emu = await startEmulator({ clock: 'virtual' });
+    const pending = emu.clock.advance(1000);
+    const closing = emu.close();
+    await pending.then(
+      () => undefined, // it may have finished before the close took hold
+      (e: Error & { code?: string }) => assert.equal(e.code, 'unavailable', e.message),
+    );
+    await closing;
+    await assert.rejects(emu.clock.advance(1), { code: 'unavailable' });
+  });
 });
 
 describe('startEmulator: a virtual clock on a data directory', () => {

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createCache, type Cache, type CacheQueue } from '../../../emulator/clients/cache';
 import { QuaysideError } from '../../../emulator/errors';
+import { Connection } from '../../../emulator/clients/connection';
+import type { Transport } from '../../../emulator/clients/transport';
 import { DAY, HOUR, SECOND, START, admin, bodyOfBytes, fresh, readOnlyToken, rejects, startTestEmulator, until } from '../support';
 
 // One test per statement of seeds/000 (the cache product), named after it. Time moves only by the
@@ -265,6 +267,22 @@ describe('conformance: cache (seeds/000)', function () {
       assert.equal((await rejects(q.replay({ id: ['m_1'] } as never))).code, 'invalid_argument');
       assert.equal((await rejects(q.purgeDead({ id: ['m_1'] } as never))).code, 'invalid_argument');
       assert.equal((await rejects(q.consume(() => undefined, { idle: 5 } as never))).code, 'invalid_argument');
+      // ack and nack take a receipt only: a nack "with a delay" would otherwise retry at once.
+      const [m] = await q.pull({ visibilitySeconds: 300 });
+      // As JavaScript would call them: the types take a receipt only.
+      const loose = q as unknown as Record<'ack' | 'nack', (receipt: string, o: unknown) => Promise<boolean>>;
+      const nackDelay = await rejects(loose.nack(m.receipt, { delaySeconds: 60 }));
+      assert.equal(nackDelay.code, 'invalid_argument');
+      assert.match(nackDelay.message, /nack\(receipt\) takes no options, got option "delaySeconds"/);
+      assert.equal((await rejects(loose.ack(m.receipt, { force: true }))).code, 'invalid_argument');
+      assert.deepEqual(await q.stats().then((st) => [st.ready, st.inFlight]), [0, 1], 'still leased: nothing was settled');
+      assert.equal(await loose.nack(m.receipt, {}), true, 'an empty options object is no option');
+    });
+
+    it('createCache refuses a url or token that is not a string, as invalid_argument', () => {
+      for (const bad of [{ url: 5 }, { url: {} }, { token: 5 }]) {
+        assert.throws(() => createCache({ namespace: 'n', ...bad } as never), { code: 'invalid_argument', message: /must be a string, got a (number|object)/ });
+      }
     });
 
     it('you ack(receipt) to finish one', async () => {
@@ -401,6 +419,35 @@ describe('conformance: cache (seeds/000)', function () {
       await c.close();
       assert.deepEqual(seen, ['now', 'in 20s']);
       assert.equal(leases, 2);
+    });
+
+    it('idleMs: 0 does not spin: an empty pull is still held (100 ms), and a push is handed over at once', async () => {
+      const conn = new Connection({ url: emu.url, token: emu.token });
+      let pulls = 0;
+      const counting: Transport = {
+        request: (op, args, o) => {
+          if (op === 'pull') pulls++;
+          return conn.request(op, args, o);
+        },
+        onEvent: (l) => conn.onEvent(l),
+        onReconnect: (l) => conn.onReconnect(l),
+        close: () => conn.close(),
+        isClosed: () => conn.isClosed(),
+      };
+      const c = createCache({ transport: counting, namespace: cache.namespace });
+      const q = c.queue('idle-zero');
+      const ac = new AbortController();
+      const seen: unknown[] = [];
+      const run = q.consume(async (m) => void seen.push(m.body), { signal: ac.signal, idleMs: 0 });
+      await until(() => pulls >= 1, 'the first pull');
+      // advance() waits until no request has come for a few turns: a spinning loop would keep sending.
+      await emu.clock.advance(50);
+      assert.ok(pulls <= 2, `${pulls} pulls in 50 ms of an empty queue`);
+      await q.push('now');
+      await until(() => seen.length === 1, 'the pushed message');
+      ac.abort();
+      await run;
+      await c.close();
     });
 
     it('ac.abort() stops the loop cleanly: the batch in hand is finished, nothing stays leased', async () => {

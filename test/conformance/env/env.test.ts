@@ -6,6 +6,8 @@ import { startEmulator } from '../../../emulator/emulator';
 import { createCache } from '../../../emulator/clients/cache';
 import { createEnv, runConsumer, type ConsumerApp, type Env, type MessageBatch, type RunningConsumer } from '../../../emulator/clients/env';
 import { QuaysideError } from '../../../emulator/errors';
+import { Connection } from '../../../emulator/clients/connection';
+import type { Transport } from '../../../emulator/clients/transport';
 import { DAY, SECOND, fresh, rejects, startTestEmulator, until } from '../support';
 
 // One test per statement of seeds/001 (the env product), named after it; the HTTP API over real
@@ -341,6 +343,67 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal(peak, 2);
     });
 
+    it('a run that stops keeps its batch\'s slot until the batch is done: another run of the app does not go past maxConcurrency', async () => {
+      await createQueue('stop-slot');
+      const gates = new Map<string, () => void>();
+      const runs: Record<string, RunningConsumer> = {};
+      const got: string[] = [];
+      for (const name of ['a', 'b']) {
+        runs[name] = await consume({
+          queue: (batch: MessageBatch) => new Promise<void>((r) => {
+            got.push(`${name}:${String(batch.messages[0].body)}`);
+            gates.set(name, r);
+          }),
+        }, 'stop-slot', { maxBatchSize: 1, maxBatchTimeoutMs: 0, maxConcurrency: 1 });
+      }
+      await env.queue.send('stop-slot', 1);
+      await until(() => got.length === 1, 'the first batch');
+      const holder = got[0].split(':')[0];
+      const stopping = runs[holder].stop();
+      await env.queue.send('stop-slot', 2);
+      await emu.clock.advance(0); // everything due has been sent
+      assert.deepEqual(got, [`${holder}:1`], 'no second batch while the stopping run still has one in hand');
+      gates.get(holder)!();
+      await stopping;
+      const other = holder === 'a' ? 'b' : 'a';
+      await until(() => got.length === 2, 'the second batch, once the slot is free');
+      assert.equal(got[1], `${other}:2`);
+      gates.get(other)!();
+    });
+
+    it('a batch the emulator sent before it took stop()\'s detach is handled, not left leased to nobody', async () => {
+      const q = await createQueue('stop-race');
+      const conn = new Connection({ url: emu.url, token: emu.token });
+      let releaseDetach!: () => void;
+      const detachHeld = new Promise<void>((r) => (releaseDetach = r));
+      let detachSent = false;
+      // The detach waits here, so a message sent meanwhile is delivered to the stopping run.
+      const slowDetach: Transport = {
+        request: async (op, args, o) => {
+          if (op === 'consumer.detach') {
+            detachSent = true;
+            await detachHeld;
+          }
+          return conn.request(op, args, o);
+        },
+        onEvent: (l) => conn.onEvent(l),
+        onReconnect: (l) => conn.onReconnect(l),
+        close: () => conn.close(),
+        isClosed: () => conn.isClosed(),
+      };
+      const seen: unknown[] = [];
+      const c = await runConsumer({ async queue(b: MessageBatch) { for (const m of b.messages) seen.push(m.body); } }, { transport: slowDetach, project, environment, queue: 'stop-race', maxBatchSize: 1, maxBatchTimeoutMs: 0 });
+      const stopping = c.stop();
+      await until(() => detachSent, 'stop() sent its detach');
+      await env.queue.send('stop-race', 'raced');
+      await until(() => seen.length === 1, 'the raced batch is handled');
+      releaseDetach();
+      await stopping;
+      await conn.close();
+      const peek = (await api('GET', `/v1/queues/${q.id}/messages`)).body.messages;
+      assert.deepEqual(peek, [], 'acked, not left leased');
+    });
+
     it('ctx.waitUntil keeps work going after the handler resolves; stop() waits for it', async () => {
       await createQueue('wait-until');
       await env.queue.send('wait-until', 1);
@@ -470,6 +533,16 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual(failed.map((m: any) => [m.body, m.state, m.attempts, m.reason]), [['bad', 'failed', 3, 'retry']]);
       // What the handler threw is kept, so the failed area says why.
       assert.equal(failed[0].lastError, 'always');
+    });
+
+    it('the failed area shows the last failure, also when the last throw carried no text', async () => {
+      const q = await createQueue('last-error', { maxRetries: 1 });
+      await env.queue.send('last-error', 'bad');
+      let calls = 0;
+      await consume({ async queue() { if (++calls === 1) throw new Error('first failure'); throw null; } }, 'last-error', { maxBatchSize: 1, maxBatchTimeoutMs: 0 });
+      await until(async () => (await api('GET', `/v1/queues/${q.id}`)).body.counts.failed === 1, 'failed');
+      const failed = (await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages;
+      assert.equal(failed[0].lastError, 'threw null');
     });
 
     it('the failed area keeps a message for the queue\'s retention (max 14 days)', async () => {
@@ -608,6 +681,16 @@ describe('conformance: env (seeds/001)', function () {
       const again = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 10 })).body.messages;
       assert.deepEqual(again.map((m: any) => [m.body, m.attempts]), [[1, 2]]);
       assert.equal((await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: a.leaseId, visibilityMs: 1000 })).status, 409);
+    });
+
+    it('PUT …/consumer { appId: null } with a batch setting is refused (400): a pull queue keeps none', async () => {
+      const q = await createQueue('null-app');
+      await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'worker' });
+      const r = await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: null, maxBatchSize: 500 });
+      assert.equal(r.status, 400);
+      assert.equal(r.body.error.code, 'invalid_argument');
+      assert.match(r.body.error.message, /maxBatchSize/);
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.consumer.appId, 'worker', 'nothing changed');
     });
 
     it('a queue that still has a consumer app refuses receive with 409', async () => {

@@ -241,10 +241,13 @@ for (const variant of variants) {
       assert.deepEqual(await short.stats(), { ready: 1, delayed: 0, inFlight: 0, dlq: 1 });
     });
 
-    it('payload max 128KB, validated at send and re-parsed at receive', async () => {
-      await q.send({ data: 'x'.repeat(131072 - 2) });
-      const e = await rejects(q.send({ data: 'x'.repeat(131072 - 1) }));
+    it('payload max 128KB of the envelope, validated at send and re-parsed at receive', async () => {
+      // The envelope is { data, attempt: 0, enqueuedAt } as JSON here: 48 bytes around the data.
+      await q.send({ data: 'x'.repeat(131072 - 2 - 48) });
+      const e = await rejects(q.send({ data: 'x'.repeat(131072 - 2 - 47) }));
       assert.equal(e.code, 'payload_too_large');
+      assert.match(e.message, /^send: the message is 131073 bytes as stored/);
+      assert.equal((await rejects(q.send({ data: 'x'.repeat(131072 - 2 - 48), meta: { m: 1 } }))).code, 'payload_too_large');
       const sent = { when: '2026-01-01', nested: [1, { a: null }] };
       await q.send({ data: sent });
       await q.recv({ wait: false }).then((m) => m!.ack());
@@ -371,6 +374,9 @@ for (const variant of variants) {
       await h.advance(6000);
       assert.deepEqual((await c.dlq()).map((x) => [x.data, x.reason]), [['b', 'expired']]);
       assert.throws(() => h.queue({ id: 'bad', limits: { nope: 1 } as never }), /nope/);
+      // A key in both places must say one thing: two values would leave one quietly unused.
+      assert.throws(() => h.queue({ id: 'bad', limits: { maxDeliveries: 3 } as never, delivery: { maxDeliveries: 5 } }), { code: 'invalid_argument', message: /maxDeliveries is given in both limits \(3\) and delivery \(5\)/ });
+      h.queue({ id: fresh('same'), limits: { defaultLeaseMs: 1000 } as never, delivery: { defaultLeaseMs: 1000 } });
     });
 
     it('a nack delay over maxNackDelayMs throws and settles nothing', async () => {
