@@ -179,20 +179,12 @@ function checkArgKeys(op: OpName, a: Record<string, unknown>): void {
 }
 
 /**
- * Who the connection is. A hello sent again replaces that: a refused one leaves the connection
- * with no access, and subscriptions are narrowed to what the new token may see.
+ * Who the connection is. A hello sent again replaces that, and narrows the subscriptions to what
+ * the new token may see; a refused one changes nothing, as any refused request.
  */
 function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
-  let who: ReturnType<typeof resolveToken>;
-  try {
-    if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${typeof a.version === 'number' ? a.version : typeof a.version}; this emulator speaks ${PROTOCOL_VERSION}`);
-    who = resolveToken(engine, a.token);
-  } catch (e) {
-    s.actor = null;
-    s.access = null;
-    s.subscriptions.clear();
-    throw e;
-  }
+  if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${typeof a.version === 'number' ? a.version : typeof a.version}; this emulator speaks ${PROTOCOL_VERSION}`);
+  const who = resolveToken(engine, a.token);
   s.actor = { name: who.name, tokenId: who.tokenId, namespace: who.namespace };
   s.access = who.access;
   if (who.namespace !== null) {
