@@ -317,11 +317,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     },
 
     'quayside.copyConnectionSettings': async () => {
-      const s = service.connectionSettings();
-      if (!s) {
-        await ensureRunning();
-        return;
-      }
+      const s = service.connectionSettings() ?? ((await ensureRunning()) ? service.connectionSettings() : undefined);
+      if (!s) return;
       await vscode.env.clipboard.writeText(s);
       void vscode.window.showInformationMessage('Quayside: copied QUAYSIDE_URL and QUAYSIDE_TOKEN to the clipboard.');
       return s;

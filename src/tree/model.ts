@@ -290,6 +290,7 @@ export class TreeModel {
             return [this.node({ kind: 'error' as const, id: `error:${id}`, message: `Cannot peek: ${(e as Error).message}` })];
           }
           this.pages.set(id, page);
+          this.forgetMessagesNotIn(n, page);
         }
         const out: TreeNode[] = page.messages.map((m) => this.messageNode(n.namespace, n.queue, n.folder, m.id));
         if (page.next) out.push(this.loadMoreNode(n.namespace, n.queue, n.folder));
@@ -313,6 +314,13 @@ export class TreeModel {
     for (const k of [...this.queues.keys()]) if (!seen.has(k)) this.forgetQueue(k);
     this.loadedRoot = true;
     this.rootError = undefined;
+  }
+
+  /** A fresh first page replaces the folder's pages: nodes of messages no longer shown go, so a busy queue's folder does not grow the map for the whole session. */
+  private forgetMessagesNotIn(n: { namespace: string; queue: string; folder: FolderKind }, page: Page): void {
+    const prefix = `msg:${key(n.namespace, n.queue)}${SEP}${n.folder}${SEP}`;
+    const shown = new Set(page.messages.map((m) => prefix + m.id));
+    for (const id of this.nodes.keys()) if (id.startsWith(prefix) && !shown.has(id)) this.nodes.delete(id);
   }
 
   private forgetQueue(k: string): void {

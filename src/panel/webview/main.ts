@@ -49,12 +49,15 @@ class RequestError extends Error {
   }
 }
 
+// A hidden panel's page is destroyed and reloaded when shown again, while the host may still
+// answer the old page's requests: each page load numbers its requests under its own prefix.
+const pageId = Math.random().toString(36).slice(2, 10);
 let nextRequest = 1;
 const pending = new Map<string, { resolve: (v: unknown) => void; reject: (e: RequestError) => void; op: string }>();
 const progressListeners = new Map<string, (e: Extract<PanelEvent, { event: 'progress' }>) => void>();
 
 function request<K extends PanelOpName>(op: K, args: PanelArgs<K>, onProgress?: (e: Extract<PanelEvent, { event: 'progress' }>) => void): Promise<PanelResult<K>> {
-  const requestId = `r${nextRequest++}`;
+  const requestId = `${pageId}-${nextRequest++}`;
   const msg = { type: 'request', requestId, op, args } as PanelRequest;
   if (onProgress) progressListeners.set(requestId, onProgress);
   return new Promise<PanelResult<K>>((resolve, reject) => {

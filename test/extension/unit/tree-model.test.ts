@@ -107,6 +107,27 @@ describe('extension: tree model', () => {
     assert.equal(kids.length, 2, 'the stale folder is peeked again');
   });
 
+  it('a folder peeked afresh keeps the nodes of messages still shown and lets go of the others (a busy queue does not grow the tree\'s memory)', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 2 })];
+    t.messages.set('ns/q', [message('m1', 'ready'), message('m2', 'ready')]);
+    const m = await tree(t);
+    const [ns] = await m.children();
+    const [q] = await m.children(ns);
+    const [live] = await m.children(q);
+    const [m1, m2] = await m.children(live);
+    t.messages.set('ns/q', [message('m2', 'ready')]);
+    m.apply(change('ns', 'q', 'acked', { ready: 1 }));
+    const after = await m.children(live);
+    assert.equal(after.length, 1);
+    assert.equal(after[0], m2, 'a message still shown keeps its node');
+    t.messages.set('ns/q', [message('m1', 'ready'), message('m2', 'ready')]);
+    m.apply(change('ns', 'q', 'pushed', { ready: 2 }));
+    const back = await m.children(live);
+    assert.notEqual(back[0], m1, 'the node of m1 was dropped when m1 was no longer shown');
+    assert.equal(back[1], m2);
+  });
+
   it('a change of the dead count refreshes the namespace (its description) and the badge total', async () => {
     const t = new ScriptedTransport();
     t.queues = [queue('ns', 'q', { ready: 1 })];
