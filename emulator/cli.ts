@@ -19,6 +19,7 @@ const USAGE = `quayside <command> [options]
                                        (BODY "-" reads stdin)
   peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N]
   show Q ID    one message in full     --ns NAMESPACE
+  export Q     every message, as JSON  --ns NAMESPACE [--state ready,delayed,leased,dead] [--format json|ndjson] [--out FILE]
   stats Q      counts and 24 h of lag  --ns NAMESPACE
   dead Q       list dead letters       --ns NAMESPACE [--limit N]
   replay Q     dead letters → queue    --ns NAMESPACE [--ids a,b] [--max N]
@@ -70,6 +71,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   stats: [...CLIENT_FLAGS, ...NS_FLAGS],
   show: [...CLIENT_FLAGS, ...NS_FLAGS],
   peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit'],
+  export: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'format', 'out'],
   dead: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit'],
   replay: [...CLIENT_FLAGS, ...NS_FLAGS, 'ids', 'max'],
   'purge-dead': [...CLIENT_FLAGS, ...NS_FLAGS, 'ids'],
@@ -80,7 +82,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
 
 /** The arguments each command takes, in order; one more is a usage error (`push q 1 2` must not push 1). */
 const COMMAND_ARGS: Record<string, string[]> = {
-  start: [], queues: [], create: ['Q'], delete: ['Q'], push: ['Q', 'BODY'], stats: ['Q'], show: ['Q', 'ID'], peek: ['Q'],
+  start: [], queues: [], create: ['Q'], delete: ['Q'], push: ['Q', 'BODY'], stats: ['Q'], show: ['Q', 'ID'], peek: ['Q'], export: ['Q'],
   dead: ['Q'], replay: ['Q'], 'purge-dead': ['Q'], purge: ['Q'], audit: [], advance: ['MS'],
 };
 
@@ -351,6 +353,30 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'peek': {
         const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: statesFlag(args), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 20 });
         out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']));
+        break;
+      }
+      case 'export': {
+        // Every message in the states asked for (all four by default), a page at a time, never leasing:
+        // the panel's Export as a command. To a file with --out, else to stdout.
+        const queue = need(args, 1, 'queue name');
+        const format = flag(args, 'format') ?? 'json';
+        if (format !== 'json' && format !== 'ndjson') throw new UsageError(`--format must be json or ndjson, got "${format}"`);
+        const file = flag(args, 'out');
+        if (file !== undefined && file.trim() === '') throw new UsageError('--out needs a file name');
+        const states = statesFlag(args) ?? [...STATES];
+        const all: MessageView[] = [];
+        for (let cursor: string | undefined; ; ) {
+          const page = await conn.request('peek', { namespace: ns(args), queue, states, limit: LIMITS.maxPageSize, cursor });
+          all.push(...page.messages);
+          if (!page.next || page.messages.length === 0) break;
+          cursor = page.next;
+        }
+        const text = format === 'ndjson' ? all.map((m) => JSON.stringify(m) + '\n').join('') : JSON.stringify(all, null, 2) + '\n';
+        if (file === undefined) process.stdout.write(text);
+        else {
+          fs.writeFileSync(file, text);
+          out({ exported: all.length, file: path.resolve(file) }, `exported ${all.length} message(s) to ${path.resolve(file)}`);
+        }
         break;
       }
       case 'show': {

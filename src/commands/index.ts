@@ -17,7 +17,9 @@ import { confirm, pickNamespace, pickQueue, withProgress, withStatusProgress } f
 import { NEW_NAMESPACE_LABEL, deadLetterItem, peekItem, type NamespaceItem } from './picks';
 import { messageUri, type MessageDocuments } from '../messageDocs';
 import { checkAttributes, checkDedupeKey } from '../panel/validate';
-import { isPanelTab, type PanelTab } from '../panel/messages';
+import { isPanelTab, type ExportFormat, type PanelTab } from '../panel/messages';
+import { PanelHandler } from '../panel/handler';
+import { vscodeUi } from '../panel';
 import { arrivedNote, deadWords, qname } from '../core/wording';
 import { actOnAllDead, actOnSelectedDead, type DeadAction, type DeadUi } from '../core/deadLetters';
 
@@ -302,6 +304,40 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     'quayside.openQueue': async (arg) => openQueue(arg, 'Open Queue'),
     'quayside.showAuditLog': async (arg) => openQueue(arg, 'Show Audit Log', 'audit'),
     'quayside.showMetrics': async (arg) => openQueue(arg, 'Show Depth and Lag Chart', 'metrics'),
+
+    // The panel's Export, from the palette or a queue's menu: the same host-side code, no webview.
+    'quayside.exportMessages': async (arg) => {
+      if (!(await ensureRunning())) return;
+      const ref = await pickQueue(t, arg, 'Export Messages');
+      if (!ref) return;
+      const given = isProgrammatic(arg) ? (arg as { format?: unknown; states?: unknown; file?: unknown }) : {};
+      const what = given.states !== undefined ? { states: given.states as MessageView['state'][] } : await vscode.window.showQuickPick(
+        [
+          { label: 'Every message', detail: 'ready, delayed, in flight and dead', states: ['ready', 'delayed', 'leased', 'dead'] as MessageView['state'][] },
+          { label: 'Live messages', detail: 'ready, delayed and in flight', states: ['ready', 'delayed', 'leased'] as MessageView['state'][] },
+          { label: 'Dead letters', states: ['dead'] as MessageView['state'][] },
+        ],
+        { title: `Export Messages of ${qname(ref)}`, placeHolder: 'Which messages?' },
+      );
+      if (!what) return;
+      const format = given.format !== undefined ? given.format : (await vscode.window.showQuickPick(['json', 'ndjson'], { title: `Export Messages of ${qname(ref)}`, placeHolder: 'As a JSON array, or one JSON object per line?' }));
+      if (!format) return;
+      const ui = vscodeUi();
+      // Called with { file }: no save dialog, as every prompt is skipped for a programmatic call.
+      const file = typeof given.file === 'string' && given.file !== '' ? given.file : undefined;
+      if (file) ui.chooseSaveTarget = async () => ({ label: file, write: (text) => fs.promises.writeFile(file, text, 'utf8') });
+      const handler = new PanelHandler({ ref, transport: t, ui, post: () => {} });
+      try {
+        const r = await handler.dispatch('export', { format: format as ExportFormat, states: what.states });
+        if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: exported ${r.exported} message(s) of ${qname(ref)} to ${r.target}.`);
+        return r;
+      } catch (e) {
+        if ((e as { code?: unknown }).code === 'cancelled') return;
+        throw e;
+      } finally {
+        handler.dispose();
+      }
+    },
 
     'quayside.replayDeadLetters': async (arg, selected) => deadLettersCommand('replay', arg, selected),
     'quayside.purgeDeadLetters': async (arg, selected) => deadLettersCommand('purge', arg, selected),

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
@@ -67,6 +69,28 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     const gone = await fails(run(tsx, [cli, 'show', 'shown', 'm_999999', ...args, '--json']));
     assert.equal(gone?.code, 1);
     assert.equal(JSON.parse(gone!.stderr).error.code, 'not_found');
+  });
+
+  it('export writes every message (a page at a time, never leasing) as JSON or NDJSON, to stdout or --out', async () => {
+    const ref = { namespace: 'cli', queue: 'exported' };
+    for (let i = 0; i < 3; i++) await emu.engine.push({ ...ref, body: { i }, create: 'cache' });
+    await emu.engine.pull({ ...ref, max: 1, leaseMs: 60_000 });
+    const all = JSON.parse((await run(tsx, [cli, 'export', 'exported', ...args])).stdout) as { body: { i: number }; state: string }[];
+    assert.deepEqual(all.map((m) => [m.body.i, m.state]), [[0, 'leased'], [1, 'ready'], [2, 'ready']]);
+    assert.equal((await emu.engine.stats(ref)).counts.leased, 1, 'exporting leased nothing more');
+    const lines = (await run(tsx, [cli, 'export', 'exported', '--state', 'ready', '--format', 'ndjson', ...args])).stdout.split('\n').filter(Boolean);
+    assert.deepEqual(lines.map((l) => JSON.parse(l).body.i), [1, 2]);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-cli-export-'));
+    try {
+      const file = path.join(dir, 'out.json');
+      const said = JSON.parse((await run(tsx, [cli, 'export', 'exported', '--out', file, ...args, '--json'])).stdout);
+      assert.deepEqual(said, { exported: 3, file });
+      assert.equal((JSON.parse(fs.readFileSync(file, 'utf8')) as unknown[]).length, 3);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    const bad = await fails(run(tsx, [cli, 'export', 'exported', '--format', 'csv', ...args, '--json']));
+    assert.equal(bad?.code, 64);
   });
 
   it('an argument more than a command takes is a usage error that does nothing (push q 1 2 does not push 1)', async () => {

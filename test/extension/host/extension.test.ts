@@ -224,6 +224,25 @@ describe('Quayside extension in VS Code', function () {
     await until('no badge', () => api.view.badge === undefined);
   });
 
+  it('Export Messages writes the queue\'s messages to a file, as the panel\'s Export does (JSON or NDJSON)', async () => {
+    const all = await app!.request('peek', { namespace: NS, queue: Q, states: ['ready', 'delayed', 'leased', 'dead'], limit: 1000 });
+    assert.ok(all.total > 0, 'the queue has messages to export');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-export-'));
+    try {
+      const json = path.join(dir, 'all.json');
+      const r = (await vscode.commands.executeCommand('quayside.exportMessages', { namespace: NS, queue: Q, format: 'json', states: ['ready', 'delayed', 'leased', 'dead'], file: json })) as { exported: number };
+      assert.equal(r.exported, all.total);
+      assert.deepEqual((JSON.parse(fs.readFileSync(json, 'utf8')) as { id: string }[]).map((m) => m.id), all.messages.map((m) => m.id));
+      const nd = path.join(dir, 'dead.ndjson');
+      const dead = (await vscode.commands.executeCommand('quayside.exportMessages', { namespace: NS, queue: Q, format: 'ndjson', states: ['dead'], file: nd })) as { exported: number };
+      const lines = fs.readFileSync(nd, 'utf8').split('\n').filter(Boolean);
+      assert.equal(lines.length, dead.exported);
+      assert.ok(lines.every((l) => (JSON.parse(l) as { state: string }).state === 'dead'));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('purges dead letters and the queue (confirmations skipped by the argument)', async () => {
     const { messages } = await app!.request('pull', { namespace: NS, queue: Q, max: 2 });
     for (const m of messages) await app!.request('nack', { receipt: m.receipt, dead: true });
