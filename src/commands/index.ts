@@ -3,6 +3,7 @@
 // (that is how the tests and other extensions call them) and returns its result.
 import * as fs from 'fs';
 import * as vscode from 'vscode';
+import { resolveUrl } from '../../emulator/clients/transport';
 import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
 import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../core/args';
 import { formatDuration, parseDuration } from '../core/duration';
@@ -98,16 +99,55 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       case 'useFreePort':
         await startWithUi({ port: 0 });
         return;
+      case 'attachRunning':
+        return attachRunning();
       case 'retry':
         await startWithUi();
         return;
     }
   };
+  /**
+   * The port is taken, most likely by `npm start` in this project: set quayside.url to it and
+   * quayside.token to the token it printed, then attach. The token goes to the user's settings, not
+   * the workspace's, so that it does not end up in a committed .vscode/settings.json.
+   */
+  const attachRunning = async (): Promise<void> => {
+    const port = service.lastLaunch?.port ?? vscode.workspace.getConfiguration('quayside').get<number>('port') ?? 7433;
+    const url = await vscode.window.showInputBox({
+      title: 'Attach to a Running Emulator',
+      prompt: 'Its address (quayside.url)',
+      value: `ws://127.0.0.1:${port}`,
+      ignoreFocusOut: true,
+      validateInput: (v) => {
+        try {
+          resolveUrl(v);
+          return undefined;
+        } catch (e) {
+          return (e as Error).message;
+        }
+      },
+    });
+    if (!url) return;
+    const token = await vscode.window.showInputBox({
+      title: 'Attach to a Running Emulator',
+      prompt: 'Its read-write token: QUAYSIDE_TOKEN as `npm start` / `quayside start` printed it (quayside.token)',
+      password: true,
+      ignoreFocusOut: true,
+      validateInput: (v) => (v.trim() ? undefined : 'the token is needed to attach'),
+    });
+    if (!token) return;
+    const cfg = vscode.workspace.getConfiguration('quayside');
+    await cfg.update('url', url.trim(), vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global);
+    await cfg.update('token', token.trim(), vscode.ConfigurationTarget.Global);
+    await startWithUi();
+  };
+
   const FIX_LABEL: Record<FixAction, string> = {
     installWorkspace: 'Run npm i -D quayside',
     rebuildWorkspace: 'Run npm rebuild better-sqlite3',
     setNodePath: 'Set quayside.nodePath',
     useFreePort: 'Use a Free Port',
+    attachRunning: 'Attach to It…',
     changePort: 'Change quayside.port',
     openSettings: 'Open Settings',
     showLog: 'Show Log',

@@ -9,6 +9,7 @@ export type FixAction =
   | 'setNodePath' // open the quayside.nodePath setting
   | 'useFreePort' // start again on a free port
   | 'changePort' // open the quayside.port setting
+  | 'attachRunning' // attach to the emulator on the taken port (npm start's): ask its url and token
   | 'openSettings' // the Quayside settings
   | 'showLog' // the output channel
   | 'retry';
@@ -62,8 +63,8 @@ export function explainFailure(f: { code: string; message: string }, ctx: Failur
       };
     case 'port_in_use':
       return {
-        message: `Port ${ctx.port ?? ''} is already in use, so the emulator cannot listen there. Start it on a free port, or change "quayside.port" (or attach to the emulator already running there with "quayside.url").`.replace('Port  is', 'The port is'),
-        actions: ['useFreePort', 'changePort'],
+        message: `Port ${ctx.port ?? ''} is already in use, so the emulator cannot listen there. If it is an emulator you started (\`npm start\`, \`quayside start\`), attach to it with the token it printed; otherwise start on a free port, or change "quayside.port".`.replace('Port  is', 'The port is'),
+        actions: ['attachRunning', 'useFreePort', 'changePort'],
       };
     case 'data_dir':
       return { message: `The emulator cannot use its data directory: ${f.message}. Check "quayside.dataDir".`, actions: ['openSettings', 'showLog'] };

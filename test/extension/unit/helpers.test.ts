@@ -108,10 +108,11 @@ describe('extension: failure explanations', () => {
     assert.deepEqual(ex.actions.slice(0, 2), ['installWorkspace', 'setNodePath']);
   });
 
-  it('a taken port offers a free port', () => {
+  it('a taken port offers to attach to the emulator there (npm start\'s), or a free port', () => {
     const ex = explainFailure({ code: 'port_in_use', message: 'in use' }, { port: 7433 });
     assert.match(ex.message, /Port 7433 is already in use/);
-    assert.deepEqual(ex.actions, ['useFreePort', 'changePort']);
+    assert.match(ex.message, /attach to it with the token it printed/);
+    assert.deepEqual(ex.actions, ['attachRunning', 'useFreePort', 'changePort']);
   });
 
   it('a crash points to the output for an emulator we ran; for a lost attach, to the emulator itself', () => {
