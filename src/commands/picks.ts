@@ -4,14 +4,22 @@ import type { MessageView } from '../../emulator/protocol';
 import { validateName } from '../core/args';
 import { attemptsText, bodyPreview } from '../tree/model';
 
+/**
+ * Text from the emulator (a body, a queue or namespace name, an error) as a quick pick shows it: a
+ * `$(name)` in it stays text instead of turning into an icon.
+ */
+export function plain(text: string): string {
+  return text.replace(/\$\(/g, '\\$(');
+}
+
 /** Peek Messages: one message. */
 export function peekItem(m: MessageView) {
-  return { label: bodyPreview(m.body, 80), description: `${m.state} · ${attemptsText(m.attempts)}${m.deadReason ? ` · ${m.deadReason}` : ''}`, detail: m.id, m };
+  return { label: plain(bodyPreview(m.body, 80)), description: plain(`${m.state} · ${attemptsText(m.attempts)}${m.deadReason ? ` · ${m.deadReason}` : ''}`), detail: m.id, m };
 }
 
 /** Replay / Purge Dead Letters: one dead letter to tick. */
 export function deadLetterItem(m: MessageView) {
-  return { label: bodyPreview(m.body, 80), description: `${m.deadReason ?? 'dead'} · ${attemptsText(m.attempts)}`, detail: m.lastError ? `${m.id} · ${m.lastError}` : m.id, id: m.id };
+  return { label: plain(bodyPreview(m.body, 80)), description: plain(`${m.deadReason ?? 'dead'} · ${attemptsText(m.attempts)}`), detail: plain(m.lastError ? `${m.id} · ${m.lastError}` : m.id), id: m.id };
 }
 
 export interface NamespaceItem {
@@ -37,15 +45,15 @@ export const NEW_NAMESPACE_LABEL = '$(add) New namespace…';
  * accept), checked as the input box checks it.
  */
 export function namespaceItems(namespaces: readonly { namespace: string; queues: number }[], typed: string): NamespaceItem[] {
-  const items: NamespaceItem[] = namespaces.map((n) => ({ label: n.namespace, description: `${n.queues} ${n.queues === 1 ? 'queue' : 'queues'}`, namespace: n.namespace }));
+  const items: NamespaceItem[] = namespaces.map((n) => ({ label: plain(n.namespace), description: `${n.queues} ${n.queues === 1 ? 'queue' : 'queues'}`, namespace: n.namespace }));
   const name = typed.trim();
   if (name && !namespaces.some((n) => n.namespace === name)) {
     const error = validateName(name, 'namespace');
     // alwaysShow: the label's quotes and icon must not let the filter hide it.
     items.unshift(
       error
-        ? { label: `$(error) Cannot create namespace "${name}"`, detail: error, error, alwaysShow: true }
-        : { label: `$(add) Create namespace "${name}"`, description: 'new', create: name, alwaysShow: true },
+        ? { label: `$(error) Cannot create namespace "${plain(name)}"`, detail: error, error, alwaysShow: true }
+        : { label: `$(add) Create namespace "${plain(name)}"`, description: 'new', create: name, alwaysShow: true },
     );
   }
   items.push({ label: NEW_NAMESPACE_LABEL, ask: true });

@@ -4,7 +4,7 @@ import type { QueueInfo, QueueRef } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import { refFromArg } from '../core/args';
 import { countsDetail } from '../tree/model';
-import { namespaceItems, type NamespaceItem } from './picks';
+import { namespaceItems, plain, type NamespaceItem } from './picks';
 
 /** The queue the command is about: from the node or argument, or a quick pick. */
 export async function pickQueue(transport: Transport, arg: unknown, title: string, filter?: (q: QueueInfo) => boolean): Promise<QueueRef | undefined> {
@@ -18,7 +18,7 @@ export async function pickQueue(transport: Transport, arg: unknown, title: strin
   }
   const items = list
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name))
-    .map((q) => ({ label: q.name, description: `${q.namespace} · ${q.dialect}`, detail: countsDetail(q.counts), ref: { namespace: q.namespace, queue: q.name } }));
+    .map((q) => ({ label: plain(q.name), description: `${plain(q.namespace)} · ${q.dialect}`, detail: countsDetail(q.counts), ref: { namespace: q.namespace, queue: q.name } }));
   const pick = await vscode.window.showQuickPick(items, { title, placeHolder: 'Pick a queue', matchOnDescription: true });
   return pick?.ref;
 }

@@ -1,7 +1,7 @@
 // What the palette's commands show and offer, as plain data: quick-pick items, message documents,
 // and which fixes an (old) error toast may still run.
 import assert from 'node:assert/strict';
-import { NEW_NAMESPACE_LABEL, deadLetterItem, namespaceItems, peekItem } from '../../../src/commands/picks';
+import { NEW_NAMESPACE_LABEL, deadLetterItem, namespaceItems, peekItem, plain } from '../../../src/commands/picks';
 import { fixStillApplies } from '../../../src/core/explain';
 import { messageText } from '../../../src/core/messageText';
 import { attemptsText } from '../../../src/tree/model';
@@ -35,6 +35,13 @@ describe('extension: command quick picks and documents', () => {
     assert.match(first.label, /Cannot create namespace "acme staging"/);
     assert.equal(namespaceItems(namespaces, 'a/b')[0].error, 'A namespace name has no spaces or slashes');
     assert.match(namespaceItems(namespaces, 'x'.repeat(201))[0].error!, /too long/);
+  });
+
+  it('text from the emulator shows as text: a $(icon) in a body, a name or an error is escaped', () => {
+    assert.equal(plain('$(zap) a $(b)'), '\\$(zap) a \\$(b)');
+    assert.equal(peekItem(message('m1', 'ready', '$(flame) hot', { attempts: 1 })).label, '"\\$(flame) hot"');
+    assert.match(deadLetterItem(message('m2', 'dead', 1, { attempts: 1, deadReason: 'nack', lastError: 'boom $(x)' })).detail, /boom \\\$\(x\)$/);
+    assert.equal(namespaceItems([{ namespace: '$(gear)', queues: 1 }], '')[0].label, '\\$(gear)');
   });
 
   it('Peek and Replay / Purge pick lists say "1 attempt", as the tree does', () => {
