@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -243,5 +243,23 @@ describe('store: queue counts', () => {
     fs.writeFileSync(path.join(d, LOCK_FILE), `${process.ppid}\n`);
     assert.throws(() => new Store({ dataDir: d }), (e: StoreOpenError) => e.problem === 'in_use' && e.message.includes(`pid ${process.ppid}`));
     assert.equal(fs.readFileSync(path.join(d, LOCK_FILE), 'utf8').trim(), String(process.ppid));
+  });
+
+  it('a lock held by a zombie (killed, never reaped: a container whose pid 1 reaps nobody) is taken over', async function () {
+    if (!fs.existsSync('/proc/self/stat')) this.skip();
+    const d = dir();
+    // bash starts a child that exits at once, then becomes `sleep`, which never reaps it.
+    const holder = spawn('bash', ['-c', 'sh -c "exit 0" & echo $!; exec sleep 20'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const zombie = Number(await new Promise<string>((resolve) => holder.stdout!.once('data', (b: Buffer) => resolve(b.toString().trim()))));
+      for (let i = 0; i < 200 && !/\) Z /.test(fs.readFileSync(`/proc/${zombie}/stat`, 'utf8')); i++) await new Promise((r) => setTimeout(r, 5));
+      assert.match(fs.readFileSync(`/proc/${zombie}/stat`, 'utf8'), /\) Z /, 'the child is a zombie');
+      fs.writeFileSync(path.join(d, LOCK_FILE), `${zombie}\n`);
+      const s = open(d);
+      assert.equal(fs.readFileSync(path.join(d, LOCK_FILE), 'utf8').trim(), String(process.pid));
+      s.close();
+    } finally {
+      holder.kill('SIGKILL');
+    }
   });
 });
