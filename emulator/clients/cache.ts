@@ -144,6 +144,22 @@ export function createCache(opts: CacheOptions): Cache {
   const queues = new Map<string, CacheQueue>();
   /** How many times close() was called: a consume() loop ends when it changes. */
   let closes = 0;
+  /** Connections a consume() loop still settles a batch over, and those close() retired meanwhile. */
+  const inUse = new Map<Transport, number>();
+  const retired = new Set<Transport>();
+  const link: Link = {
+    current: () => transport,
+    closes: () => closes,
+    hold(tr) {
+      inUse.set(tr, (inUse.get(tr) ?? 0) + 1);
+      return async () => {
+        const left = inUse.get(tr)! - 1;
+        if (left > 0) return void inUse.set(tr, left);
+        inUse.delete(tr);
+        if (retired.delete(tr)) await tr.close();
+      };
+    },
+  };
   return {
     namespace,
     queue(name: string): CacheQueue {
@@ -151,15 +167,19 @@ export function createCache(opts: CacheOptions): Cache {
       if (n === undefined) throw invalidArg('cache.queue(name) needs a name');
       let q = queues.get(n);
       if (!q) {
-        q = cacheQueue(() => transport, () => closes, namespace, n);
+        q = cacheQueue(link, namespace, n);
         queues.set(n, q);
       }
       return q;
     },
     async close() {
       closes++;
-      await transport.close();
+      const old = transport;
       if (!opts.transport) transport = new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
+      // A consume() loop settling its batch in hand keeps the old connection until it is done, then
+      // closes it: close() does not wait for a handler, and no connection is left open behind it.
+      if (inUse.has(old)) retired.add(old);
+      else await old.close();
     },
   };
 }
@@ -213,8 +233,18 @@ function receiptArg(r: unknown): string {
   return r;
 }
 
-function cacheQueue(t: () => Transport, closes: () => number, namespace: string, name: string): CacheQueue {
+/** What a queue handle needs of its cache: the connection now, close() calls, and a hold on a connection. */
+interface Link {
+  current(): Transport;
+  closes(): number;
+  /** Keeps `tr` open for a batch in hand; the function returned lets go (closing it if close() retired it). */
+  hold(tr: Transport): () => Promise<void>;
+}
+
+function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
   const ref = { namespace, queue: name };
+  const t = link.current;
+  const closes = link.closes;
 
   /** Reads on a queue nobody pushed to yet see an empty queue: it "exists as soon as you push". */
   async function orEmpty<T>(p: Promise<T>, empty: T): Promise<T> {
@@ -229,14 +259,14 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
   const createEmpty = () => t().request('queue.create', { ...ref, dialect: 'cache', ifNotExists: true });
 
   /** A pull that reports a missing queue as not_found. */
-  async function pullRaw<T>(o: PullOptions): Promise<CacheMessage<T>[]> {
+  async function pullRaw<T>(o: PullOptions, over: Transport = t()): Promise<CacheMessage<T>[]> {
     onlyKeys(optObject(o, 'pull options'), ['max', 'visibilitySeconds', 'waitMs', 'signal'], 'pull');
     const max = optCount(o.max, 'max', 1, 1000) ?? 1;
     const leaseMs = optSeconds(o.visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
     const waitMs = optSeconds(o.waitMs === undefined ? undefined : o.waitMs / 1000, 'waitMs', { max: 20 * 60 });
     const signal = optSignal(o.signal);
     throwIfAborted(signal);
-    const r = await t().request('pull', { ...ref, max, leaseMs, waitMs: waitMs || undefined }, { signal });
+    const r = await over.request('pull', { ...ref, max, leaseMs, waitMs: waitMs || undefined }, { signal });
     return r.messages.map((d) => toMessage<T>(d));
   }
 
@@ -254,8 +284,8 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
     if (extra) throw invalidArg(`${op}(receipt) takes no options, got ${extra}; a nacked message is ready again at once (its queue has no nack delay)`);
   };
 
-  const settleHere = (op: 'ack' | 'nack', receipt: string, error?: string): Promise<boolean> =>
-    orEmpty(t().request(op, { ...ref, receipt, error }).then((r) => r.ok), false);
+  const settleHere = (op: 'ack' | 'nack', receipt: string, error?: string, over: Transport = t()): Promise<boolean> =>
+    orEmpty(over.request(op, { ...ref, receipt, error }).then((r) => r.ok), false);
 
   const q: CacheQueue = {
     name,
@@ -306,10 +336,13 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
       const epoch = closes();
       let backoff = 50;
       while (!signal?.aborted && closes() === epoch) {
+        // The batch is pulled, and settled, over one connection: a close() meanwhile keeps it open
+        // until the batch is done.
+        const over = t();
         let batch: CacheMessage<T>[];
         try {
           batch = await orNotFound(
-            pullRaw<T>({ max, visibilitySeconds, waitMs: holdMs, signal }),
+            pullRaw<T>({ max, visibilitySeconds, waitMs: holdMs, signal }, over),
             // Nobody pushed yet: create the (empty) queue so the server can hold the next pull.
             () => createEmpty().then(() => []),
           );
@@ -326,23 +359,32 @@ function cacheQueue(t: () => Transport, closes: () => number, namespace: string,
           }
           throw e;
         }
-        // The batch in hand is always finished, even when the signal aborts meanwhile: every
-        // message is acked or nacked, never left leased.
-        for (const msg of batch) {
-          let failure: { error: unknown } | null = null;
-          try {
-            await handler(msg);
-          } catch (e) {
-            failure = { error: e };
+        // The batch in hand is finished, even when the signal aborts or the cache closes meanwhile:
+        // every message is acked or nacked, never left leased. Only an emulator that cannot be
+        // reached ends it early: the rest could not be settled either, so they are not handed to
+        // the handler, and go back to the queue when their lease ends.
+        const release = link.hold(over);
+        try {
+          for (const msg of batch) {
+            if (over.isClosed?.()) break;
+            let failure: { error: unknown } | null = null;
             try {
-              o.onError?.(e, msg as CacheMessage);
-            } catch {
-              // an onError that throws must not stop the loop
+              await handler(msg);
+            } catch (e) {
+              failure = { error: e };
+              try {
+                o.onError?.(e, msg as CacheMessage);
+              } catch {
+                // an onError that throws must not stop the loop
+              }
             }
+            const reached = await settle(() =>
+              failure ? settleHere('nack', msg.receipt, thrownText(failure.error), over) : settleHere('ack', msg.receipt, undefined, over),
+            );
+            if (!reached) break;
           }
-          await settle(async () =>
-            failure ? settleHere('nack', msg.receipt, thrownText(failure.error)) : q.ack(msg.receipt),
-          );
+        } finally {
+          await release();
         }
       }
     },
@@ -398,10 +440,13 @@ async function orNotFound<T>(p: Promise<T>, onMissing: () => Promise<T>): Promis
 }
 
 /** Settles one message; a lost connection leaves it to its lease (it comes back: at least once). */
-async function settle(fn: () => Promise<boolean>): Promise<void> {
+/** Runs a settle; false when the emulator could not be reached (the lease then runs out instead). */
+async function settle(fn: () => Promise<boolean>): Promise<boolean> {
   try {
     await fn();
+    return true;
   } catch (e) {
     if (!isCode(e, 'unavailable')) throw e;
+    return false;
   }
 }

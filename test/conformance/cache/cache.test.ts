@@ -4,6 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createCache, type Cache, type CacheQueue } from '../../../emulator/clients/cache';
 import { QuaysideError } from '../../../emulator/errors';
+import { startEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
 import type { Transport } from '../../../emulator/clients/transport';
 import { DAY, HOUR, SECOND, START, admin, bodyOfBytes, fresh, readOnlyToken, rejects, startTestEmulator, until } from '../support';
@@ -447,6 +448,55 @@ describe('conformance: cache (seeds/000)', function () {
       await until(() => seen.length === 1, 'the pushed message');
       ac.abort();
       await run;
+      await c.close();
+    });
+
+    it('cache.close() during a batch: close() does not wait for the handler, the batch is still finished and acked, and no connection is left open', async () => {
+      const sockets = () => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+      const watcher = cache.queue('close-mid-batch');
+      await watcher.stats(); // this test's own connection, open before the count
+      const before = sockets();
+      const c = createCache({ url: emu.url, token: emu.token, namespace: cache.namespace });
+      const q = c.queue('close-mid-batch');
+      for (let i = 0; i < 3; i++) await q.push(i);
+      const seen: unknown[] = [];
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const run = q.consume(async (m) => {
+        seen.push(m.body);
+        if (seen.length === 1) await held;
+      }, { max: 3 });
+      await until(() => seen.length === 1, 'the first message of the batch');
+      await c.close(); // resolves with the handler still waiting
+      release();
+      await run;
+      assert.deepEqual(seen, [0, 1, 2], 'the whole batch was handled');
+      const st = await watcher.stats();
+      assert.deepEqual([st.depth, st.inFlight], [0, 0], 'and acked');
+      await until(() => sockets() <= before, 'the connection the batch was settled over is closed');
+    });
+
+    it('an emulator that cannot be reached ends the batch in hand: the rest is not handled (it could not be acked) and goes back when its lease ends', async () => {
+      const lone = await startEmulator({ clock: 'virtual' });
+      const conn = new Connection({ url: lone.url, token: lone.token, connectTimeoutMs: 200 });
+      const c = createCache({ transport: conn, namespace: 'outage' });
+      const q = c.queue('jobs');
+      for (let i = 0; i < 3; i++) await q.push(i);
+      const seen: unknown[] = [];
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const ac = new AbortController();
+      const run = q.consume(async (m) => {
+        seen.push(m.body);
+        if (seen.length === 1) await held;
+      }, { max: 3, signal: ac.signal });
+      await until(() => seen.length === 1, 'the first message of the batch');
+      await lone.close();
+      release();
+      await until(async () => conn.isOpen === false, 'the connection lost');
+      ac.abort();
+      await run;
+      assert.deepEqual(seen, [0], 'the two messages whose ack could not go out were not handed over');
       await c.close();
     });
 
