@@ -281,6 +281,8 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
 
   async function handle(ev: DeliverEvent, background: Set<Promise<unknown>>): Promise<void> {
     const settled = new Map<string, Settle>();
+    /** A settle found the emulator down: consumer.done would only wait out the same timeout (the slot frees at the lease end). */
+    let unreachable = false;
     const sends: Promise<unknown>[] = [];
     const byId = new Map<string, Delivery>(ev.messages.map((d) => [d.id, d]));
     const settle = (id: string, s: Settle) => {
@@ -288,7 +290,10 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
       settled.set(id, s);
       const d = byId.get(id)!;
       const p = s.kind === 'ack' ? transport.request('ack', { receipt: d.receipt }) : transport.request('nack', { receipt: d.receipt, delayMs: s.delayMs, error: s.error });
-      sends.push(p.catch((e) => (isCode(e, 'unavailable') ? undefined : onError(e, batch))));
+      sends.push(p.catch((e) => {
+        if (!isCode(e, 'unavailable')) return onError(e, batch);
+        unreachable = true;
+      }));
     };
     // Thrown to the handler that called retry() / retryAll(), settling nothing (uncaught, it fails the batch).
     const retryDelay = (o: unknown, call: string) => {
@@ -336,7 +341,7 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     // Unsettled messages: acked when the handler resolved, retried (no delay) when it threw.
     for (const m of messages) settle(m.id, threw ? { kind: 'retry', error } : { kind: 'ack' });
     await Promise.all(sends);
-    await transport.request('consumer.done', { consumer: ev.consumer, batch: ev.batch }).catch(() => {});
+    if (!unreachable) await transport.request('consumer.done', { consumer: ev.consumer, batch: ev.batch }).catch(() => {});
   }
 
   function run(ev: DeliverEvent): void {
@@ -360,8 +365,9 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
    */
   async function finishOrTimeOut(h: { work: Promise<void>; leaseUntil: number }): Promise<void> {
     for (;;) {
-      const now = await transport.request('clock.now', {}).then((r) => r.now, () => Date.now());
-      if (now >= h.leaseUntil) return;
+      // The batch may finish while the emulator's time is asked (a long wait while it is down).
+      const now = await Promise.race([h.work.then(() => null), transport.request('clock.now', {}).then((r) => r.now, () => Date.now())]);
+      if (now === null || now >= h.leaseUntil) return;
       const wake = new AbortController();
       const finished = await Promise.race([h.work.then(() => true), pause(Math.min(h.leaseUntil - now, 100), wake.signal).then(() => false)]);
       wake.abort();
