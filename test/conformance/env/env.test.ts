@@ -404,6 +404,32 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual(peek, [], 'acked, not left leased');
     });
 
+    it('a batch whose acks cannot reach the emulator does not also wait out consumer.done: its slot frees at the lease end', async () => {
+      await createQueue('unreachable');
+      const conn = new Connection({ url: emu.url, token: emu.token });
+      const sent: string[] = [];
+      // Acks fail as they do while the emulator is down; everything else goes through.
+      const down: Transport = {
+        request: async (op, args, o) => {
+          sent.push(op);
+          if (op === 'ack') throw new QuaysideError('unavailable', 'cannot reach the emulator');
+          return conn.request(op, args, o);
+        },
+        onEvent: (l) => conn.onEvent(l),
+        onReconnect: (l) => conn.onReconnect(l),
+        close: () => conn.close(),
+        isClosed: () => conn.isClosed(),
+      };
+      let handled = 0;
+      const c = await runConsumer({ async queue() { handled++; } }, { transport: down, project, environment, queue: 'unreachable', maxBatchSize: 1, maxBatchTimeoutMs: 0 });
+      await env.queue.send('unreachable', 1);
+      await until(() => sent.includes('ack'), 'the ack was tried');
+      await c.stop();
+      await conn.close();
+      assert.equal(handled, 1);
+      assert.equal(sent.includes('consumer.done'), false, 'no consumer.done after an unreachable ack');
+    });
+
     it('ctx.waitUntil keeps work going after the handler resolves; stop() waits for it', async () => {
       await createQueue('wait-until');
       await env.queue.send('wait-until', 1);
