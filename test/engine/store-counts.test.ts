@@ -247,12 +247,14 @@ describe('store: queue counts', () => {
 
   it('a lock held by a zombie (killed, never reaped: a container whose pid 1 reaps nobody) is taken over', async function () {
     if (!fs.existsSync('/proc/self/stat')) this.skip();
+    this.timeout(10_000);
     const d = dir();
-    // bash starts a child that exits at once, then becomes `sleep`, which never reaps it.
-    const holder = spawn('bash', ['-c', 'sh -c "exit 0" & echo $!; exec sleep 20'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // bash starts a child that exits half a second later, then becomes `sleep`, which never reaps
+    // it. (A child that exited at once could be reaped by bash before the exec: a flaky zombie.)
+    const holder = spawn('bash', ['-c', 'sleep 0.5 & echo $!; exec sleep 20'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const zombie = Number(await new Promise<string>((resolve) => holder.stdout!.once('data', (b: Buffer) => resolve(b.toString().trim()))));
-      for (let i = 0; i < 200 && !/\) Z /.test(fs.readFileSync(`/proc/${zombie}/stat`, 'utf8')); i++) await new Promise((r) => setTimeout(r, 5));
+      for (let i = 0; i < 400 && !/\) Z /.test(fs.readFileSync(`/proc/${zombie}/stat`, 'utf8')); i++) await new Promise((r) => setTimeout(r, 10));
       assert.match(fs.readFileSync(`/proc/${zombie}/stat`, 'utf8'), /\) Z /, 'the child is a zombie');
       fs.writeFileSync(path.join(d, LOCK_FILE), `${zombie}\n`);
       const s = open(d);
