@@ -320,8 +320,9 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       async ack() {
         return (await transport.request('ack', { receipt: d.receipt })).ok;
       },
-      async nack(o = {}) {
-        optObject(o, 'nack options');
+      async nack(given = {}) {
+        // null is no options, as undefined is (it used to fail as a TypeError on its first key).
+        const o = (optObject(given, 'nack options') ?? {}) as NonNullable<typeof given>;
         onlyKeys(o as Record<string, unknown>, ['delayMs', 'reason', 'error'], 'nack');
         const delayMs = optMs(o.delayMs, 'delayMs');
         const mine = own.maxNackDelayMs;
@@ -343,8 +344,8 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
           throw e;
         }
       },
-      async touch(o = {}) {
-        optObject(o, 'touch options');
+      async touch(given = {}) {
+        const o = (optObject(given, 'touch options') ?? {}) as NonNullable<typeof given>;
         onlyKeys(o as Record<string, unknown>, ['leaseMs'], 'touch');
         // Without leaseMs: this delivery's own lease; one leased at the queue's default is extended by it.
         const ms = optMs(o.leaseMs, 'leaseMs', { min: 1, max: MAX_LEASE_MS }) ?? leaseMs;
@@ -377,8 +378,8 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
   }
 
   function makeReader(consumerId: string): SyncReader {
-    async function recv<T>(o: RecvOptions = {}): Promise<SyncMessage<T> | null> {
-      optObject(o, 'recv options');
+    async function recv<T>(given: RecvOptions = {}): Promise<SyncMessage<T> | null> {
+      const o = (optObject(given, 'recv options') ?? {}) as RecvOptions;
       onlyKeys(o as Record<string, unknown>, RECV_KEYS, 'recv');
       if (o.wait !== undefined && typeof o.wait !== 'boolean') throw invalidArg('wait must be true or false');
       const wait = o.wait ?? true;
@@ -429,8 +430,8 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       }
     }
 
-    async function* stream<T>(o: StreamOptions = {}): AsyncGenerator<SyncMessage<T>> {
-      optObject(o, 'stream options');
+    async function* stream<T>(given: StreamOptions = {}): AsyncGenerator<SyncMessage<T>> {
+      const o = (optObject(given, 'stream options') ?? {}) as StreamOptions;
       onlyKeys(o as Record<string, unknown>, RECV_KEYS, 'stream');
       const wait = o.wait ?? true;
       const signal = optSignal(o.signal);
@@ -507,15 +508,15 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       }
     },
 
-    reader(o = {}) {
-      optObject(o, 'reader options');
+    reader(given = {}) {
+      const o = (optObject(given, 'reader options') ?? {}) as NonNullable<typeof given>;
       onlyKeys(o as Record<string, unknown>, ['consumerId'], 'reader');
       const cid = optString(o.consumerId, 'consumerId') ?? `${tenantId}/${id}#${++readerSeq}`;
       return makeReader(cid);
     },
 
-    async dlq<T>(o: { limit?: number; tenantId?: string } = {}) {
-      optObject(o, 'dlq options');
+    async dlq<T>(given: { limit?: number; tenantId?: string } = {}) {
+      const o = (optObject(given, 'dlq options') ?? {}) as { limit?: number; tenantId?: string };
       onlyKeys(o as Record<string, unknown>, ['limit', 'tenantId'], 'dlq');
       const limit = o.limit ?? 100;
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) throw invalidArg(`limit must be a positive whole number, got ${String(limit)}`);

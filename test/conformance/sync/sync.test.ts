@@ -413,6 +413,31 @@ for (const variant of variants) {
       assert.equal(await m.ack(), true);
     });
 
+    it('null options are no options (as undefined is), and options that are not an object are invalid_argument', async () => {
+      await q.send({ data: 'n' });
+      const m = (await q.recv(null as never))!;
+      assert.equal(m.data, 'n');
+      assert.equal(await m.touch(null as never), true);
+      assert.deepEqual(await q.dlq(null as never), []);
+      assert.equal(typeof q.reader(null as never).recv, 'function');
+      assert.equal(await m.nack(null as never), true, 'nack(null) requeued it at once');
+      const again = (await q.recv({ wait: false }))!;
+      assert.equal(again.attempt, 2);
+      const it = q.stream(null as never);
+      await q.send({ data: 's' });
+      const r = await it.next();
+      assert.equal((r.value as { data: string }).data, 's');
+      await (r.value as { ack(): Promise<boolean> }).ack();
+      await it.return(undefined);
+      for (const bad of ['x', 5, true, [1]]) {
+        for (const call of [() => q.recv(bad as never), () => q.dlq(bad as never), () => again.nack(bad as never), () => again.touch(bad as never)]) {
+          assert.equal((await rejects(call)).code, 'invalid_argument', JSON.stringify(bad));
+        }
+        assert.throws(() => q.reader(bad as never), (e: any) => e.code === 'invalid_argument');
+      }
+      assert.equal(await again.ack(), true, 'the refused calls settled nothing');
+    });
+
     it('the queue is scoped by tenantId (default "default")', async () => {
       const id = fresh('scoped');
       const a = h.queue({ id, tenantId: 'a' });
