@@ -117,6 +117,16 @@ export interface LagStep {
   maxWaitMs: number;
 }
 
+/** The history's step (aligned to :00 / :30 UTC) and its length: the last 24 hours. */
+export const LAG_STEP_MS = 30 * 60 * 1000;
+export const LAG_STEPS = 48;
+
+/** The history of a queue that has none yet: every step empty, ending with the one `now` falls in. */
+export function emptyLagHistory(now: number): LagStep[] {
+  const current = Math.floor(now / LAG_STEP_MS) * LAG_STEP_MS;
+  return Array.from({ length: LAG_STEPS }, (_, i) => ({ start: current - (LAG_STEPS - 1 - i) * LAG_STEP_MS, peakDepth: 0, maxWaitMs: 0 }));
+}
+
 export interface MessageView {
   id: string;
   namespace: string;

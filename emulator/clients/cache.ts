@@ -1,5 +1,6 @@
 import { QuaysideError } from '../errors';
-import type { Delivery, LagStep, MessageView, QueueCounts } from '../protocol';
+import type { Delivery, LagStep, MessageView } from '../protocol';
+import { emptyLagHistory } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optSignal, optString, pause, throwIfAborted, thrownText } from './common';
@@ -410,12 +411,11 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
     },
 
     async stats() {
-      const empty: { counts: QueueCounts; lagHistory: LagStep[]; now: number } = {
-        counts: { ready: 0, delayed: 0, leased: 0, dead: 0, depth: 0, bytes: 0, oldestReadyAgeMs: 0 },
-        lagHistory: [],
-        now: 0,
-      };
-      const s = await orEmpty(t().request('stats', ref), empty);
+      // A queue never pushed to: zeros, and a history of 48 empty steps, as an idle queue shows.
+      const s = await orNotFound(t().request('stats', ref), async () => {
+        const { now } = await t().request('clock.now', {});
+        return { counts: { ready: 0, delayed: 0, leased: 0, dead: 0, depth: 0, bytes: 0, oldestReadyAgeMs: 0 }, lagHistory: emptyLagHistory(now), now };
+      });
       return {
         depth: s.counts.depth,
         ready: s.counts.ready,
@@ -439,7 +439,6 @@ async function orNotFound<T>(p: Promise<T>, onMissing: () => Promise<T>): Promis
   }
 }
 
-/** Settles one message; a lost connection leaves it to its lease (it comes back: at least once). */
 /** Runs a settle; false when the emulator could not be reached (the lease then runs out instead). */
 async function settle(fn: () => Promise<boolean>): Promise<boolean> {
   try {

@@ -451,8 +451,10 @@ export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, o
     if (stopped) return;
     stopped = true;
     offReconnect();
-    // Detach first so no new batch comes; then finish what is in hand (up to its lease end).
-    if (consumerId) await transport.request('consumer.detach', { consumer: consumerId }).catch(() => {});
+    // Detach first so no new batch comes; then finish what is in hand (up to its lease end). With
+    // no connection up (the emulator closed or restarting) there is nothing to detach: the emulator
+    // let the attachment go with the connection, and a detach would only wait out the reconnect.
+    if (consumerId && transport.isOpen !== false) await transport.request('consumer.detach', { consumer: consumerId }).catch(() => {});
     detached = true;
     await Promise.all([...inHand].map(finishOrTimeOut));
     offEvent();

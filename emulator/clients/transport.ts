@@ -18,6 +18,8 @@ export interface Transport {
   close(): Promise<void>;
   /** True once closed for good: no request will succeed again, so retrying `unavailable` is pointless. */
   isClosed?(): boolean;
+  /** False while no connection is up: the emulator then holds nothing of this session (its consumer attachments went with it). */
+  readonly isOpen?: boolean;
 }
 
 export interface ConnectionOptions {

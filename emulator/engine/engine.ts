@@ -4,7 +4,7 @@ import type {
   Access, AuditEntry, ChangeEvent, ConsumerSettings, Delivery, Dialect, LagStep, MessageState, MessageView,
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
-import { LIMITS, isBase64Text, isBinaryContentType, syncEnvelopeBytes } from '../protocol';
+import { LAG_STEPS, LAG_STEP_MS, LIMITS, isBase64Text, isBinaryContentType, syncEnvelopeBytes } from '../protocol';
 import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
@@ -75,7 +75,7 @@ function dialectArg(d: unknown): Dialect | undefined {
 function hiddenFrom(q: QueueRow, want: Dialect | undefined): boolean {
   return want !== undefined && q.dialect !== want;
 }
-const HALF_HOUR = 30 * TIME.MINUTE;
+const HALF_HOUR = LAG_STEP_MS;
 /** The largest epoch ms a Date can hold. */
 const MAX_TIME = LIMITS.maxEpochMs;
 const SWEEP_BATCH = 500;
@@ -1349,7 +1349,7 @@ export class Engine {
   /** 48 aligned half-hour steps ending with the current one; a step with no record carries the last depth on. */
   private lagHistory(q: QueueRow, now: number): LagStep[] {
     const current = stepOf(now);
-    const first = current - 47 * HALF_HOUR;
+    const first = current - (LAG_STEPS - 1) * HALF_HOUR;
     const { before, rows } = this.store.lagSince(q.id, first);
     const byStart = new Map(rows.map((r) => [r.start, r]));
     // What waits to be written merges as the upsert will: peaks by max, the depth at the end as it is now.

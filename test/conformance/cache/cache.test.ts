@@ -858,6 +858,16 @@ describe('conformance: cache (seeds/000)', function () {
       assert.equal(last.peakDepth, 2);
       assert.equal(last.maxWaitMs, 45 * 60 * SECOND);
     });
+
+    it('a queue never pushed to has zero counts and 48 empty steps ending with the current one (as an idle queue shows)', async () => {
+      const s = await cache.queue(fresh('never')).stats();
+      assert.deepEqual([s.depth, s.ready, s.delayed, s.inFlight, s.dead, s.oldestReadyAgeMs], [0, 0, 0, 0, 0, 0]);
+      assert.equal(s.lag_history.length, 48);
+      const now = await emu.clock.now();
+      assert.equal(s.lag_history[47].start, Math.floor(now / (30 * 60 * SECOND)) * 30 * 60 * SECOND);
+      for (let i = 1; i < 48; i++) assert.equal(s.lag_history[i].start - s.lag_history[i - 1].start, 30 * 60 * SECOND);
+      assert.ok(s.lag_history.every((st) => st.peakDepth === 0 && st.maxWaitMs === 0));
+    });
   });
 
   describe('errors', () => {

@@ -430,6 +430,30 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal(sent.includes('consumer.done'), false, 'no consumer.done after an unreachable ack');
     });
 
+    it('stop() after the emulator closed sends no detach (the emulator let the attachment go with the connection) and so does not wait for a reconnect', async () => {
+      const own = await startTestEmulator();
+      const conn = new Connection({ url: own.url, token: own.token });
+      const sent: string[] = [];
+      const recorded: Transport = {
+        request: (op, args, o) => (sent.push(op), conn.request(op, args, o)),
+        onEvent: (l) => conn.onEvent(l),
+        onReconnect: (l) => conn.onReconnect(l),
+        close: () => conn.close(),
+        isClosed: () => conn.isClosed(),
+        get isOpen() {
+          return conn.isOpen;
+        },
+      };
+      const r = await fetch(`${own.httpUrl}/v1/queues`, { method: 'POST', headers: { authorization: `Bearer ${own.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ project: 'p', environment: 'e', slug: 'gone' }) });
+      assert.equal(r.status, 201);
+      const c = await runConsumer({ async queue() {} }, { transport: recorded, project: 'p', environment: 'e', queue: 'gone' });
+      await own.close();
+      await until(() => !conn.isOpen, 'the client saw the connection close');
+      await c.stop();
+      await conn.close();
+      assert.deepEqual(sent, ['consumer.set', 'consumer.attach'], 'nothing after the emulator went away');
+    });
+
     it('ctx.waitUntil keeps work going after the handler resolves; stop() waits for it', async () => {
       await createQueue('wait-until');
       await env.queue.send('wait-until', 1);

@@ -428,7 +428,7 @@ for (const variant of variants) {
       const r = await it.next();
       assert.equal((r.value as { data: string }).data, 's');
       await (r.value as { ack(): Promise<boolean> }).ack();
-      await it.return(undefined);
+      await it.return?.(undefined);
       for (const bad of ['x', 5, true, [1]]) {
         for (const call of [() => q.recv(bad as never), () => q.dlq(bad as never), () => again.nack(bad as never), () => again.touch(bad as never)]) {
           assert.equal((await rejects(call)).code, 'invalid_argument', JSON.stringify(bad));
