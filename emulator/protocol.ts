@@ -121,9 +121,14 @@ export interface LagStep {
 export const LAG_STEP_MS = 30 * 60 * 1000;
 export const LAG_STEPS = 48;
 
+/** The start of the history step that `t` (epoch ms) falls in. */
+export function lagStepOf(t: number): number {
+  return Math.floor(t / LAG_STEP_MS) * LAG_STEP_MS;
+}
+
 /** The history of a queue that has none yet: every step empty, ending with the one `now` falls in. */
 export function emptyLagHistory(now: number): LagStep[] {
-  const current = Math.floor(now / LAG_STEP_MS) * LAG_STEP_MS;
+  const current = lagStepOf(now);
   return Array.from({ length: LAG_STEPS }, (_, i) => ({ start: current - (LAG_STEPS - 1 - i) * LAG_STEP_MS, peakDepth: 0, maxWaitMs: 0 }));
 }
 

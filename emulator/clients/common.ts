@@ -93,6 +93,17 @@ export function onlyKeys(o: Record<string, unknown> | undefined, allowed: readon
 }
 
 /**
+ * A call's options: `{}` when none are given (`undefined` or `null`), else an object whose keys are
+ * all in `allowed` (optObject and onlyKeys, with their messages: "recv options must be an object",
+ * "unknown recv option …").
+ */
+export function options<T extends object>(v: T | null | undefined, what: string, allowed: readonly string[]): T {
+  const o = optObject(v, `${what} options`) ?? {};
+  onlyKeys(o, allowed, what);
+  return o as T;
+}
+
+/**
  * The other keys of what `startEmulator()` resolves to, besides `url` and `token`. A client's
  * connection options accept (and ignore) them, so an app's test may pass `{ ...emu, namespace }`;
  * any other unknown key is still refused.

@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optSignal, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optSignal, options, optString, pause } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
@@ -321,9 +321,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
         return (await transport.request('ack', { receipt: d.receipt })).ok;
       },
       async nack(given = {}) {
-        // null is no options, as undefined is (it used to fail as a TypeError on its first key).
-        const o = (optObject(given, 'nack options') ?? {}) as NonNullable<typeof given>;
-        onlyKeys(o as Record<string, unknown>, ['delayMs', 'reason', 'error'], 'nack');
+        const o = options(given, 'nack', ['delayMs', 'reason', 'error']);
         const delayMs = optMs(o.delayMs, 'delayMs');
         const mine = own.maxNackDelayMs;
         if (delayMs !== undefined && mine !== undefined && delayMs > mine) {
@@ -345,8 +343,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
         }
       },
       async touch(given = {}) {
-        const o = (optObject(given, 'touch options') ?? {}) as NonNullable<typeof given>;
-        onlyKeys(o as Record<string, unknown>, ['leaseMs'], 'touch');
+        const o = options(given, 'touch', ['leaseMs']);
         // Without leaseMs: this delivery's own lease; one leased at the queue's default is extended by it.
         const ms = optMs(o.leaseMs, 'leaseMs', { min: 1, max: MAX_LEASE_MS }) ?? leaseMs;
         const r = await transport.request('extend', { receipt: d.receipt, leaseMs: ms });
@@ -379,8 +376,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
 
   function makeReader(consumerId: string): SyncReader {
     async function recv<T>(given: RecvOptions = {}): Promise<SyncMessage<T> | null> {
-      const o = (optObject(given, 'recv options') ?? {}) as RecvOptions;
-      onlyKeys(o as Record<string, unknown>, RECV_KEYS, 'recv');
+      const o = options(given, 'recv', RECV_KEYS);
       if (o.wait !== undefined && typeof o.wait !== 'boolean') throw invalidArg('wait must be true or false');
       const wait = o.wait ?? true;
       const timeoutMs = optMs(o.timeoutMs, 'timeoutMs') ?? 30000;
@@ -431,8 +427,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     }
 
     async function* stream<T>(given: StreamOptions = {}): AsyncGenerator<SyncMessage<T>> {
-      const o = (optObject(given, 'stream options') ?? {}) as StreamOptions;
-      onlyKeys(o as Record<string, unknown>, RECV_KEYS, 'stream');
+      const o = options(given, 'stream', RECV_KEYS);
       const wait = o.wait ?? true;
       const signal = optSignal(o.signal);
       let backoff = 50;
@@ -509,15 +504,13 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
     },
 
     reader(given = {}) {
-      const o = (optObject(given, 'reader options') ?? {}) as NonNullable<typeof given>;
-      onlyKeys(o as Record<string, unknown>, ['consumerId'], 'reader');
+      const o = options(given, 'reader', ['consumerId']);
       const cid = optString(o.consumerId, 'consumerId') ?? `${tenantId}/${id}#${++readerSeq}`;
       return makeReader(cid);
     },
 
     async dlq<T>(given: { limit?: number; tenantId?: string } = {}) {
-      const o = (optObject(given, 'dlq options') ?? {}) as { limit?: number; tenantId?: string };
-      onlyKeys(o as Record<string, unknown>, ['limit', 'tenantId'], 'dlq');
+      const o = options(given, 'dlq', ['limit', 'tenantId']);
       const limit = o.limit ?? 100;
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) throw invalidArg(`limit must be a positive whole number, got ${String(limit)}`);
       const s = site(o.tenantId);

@@ -4,7 +4,7 @@ import type {
   Access, AuditEntry, ChangeEvent, ConsumerSettings, Delivery, Dialect, LagStep, MessageState, MessageView,
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
-import { LAG_STEPS, LAG_STEP_MS, LIMITS, isBase64Text, isBinaryContentType, syncEnvelopeBytes } from '../protocol';
+import { LAG_STEPS, LAG_STEP_MS, LIMITS, lagStepOf, isBase64Text, isBinaryContentType, syncEnvelopeBytes } from '../protocol';
 import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
@@ -151,7 +151,7 @@ export class Engine {
     this.gc = new GroupCommit(this.store);
     this.gc.beforeCommit = () => this.recordLag();
     this.gc.afterCommit = (ok) => this.afterCommit(ok);
-    this.lastLagStep = stepOf(this.clock.now());
+    this.lastLagStep = lagStepOf(this.clock.now());
     for (const q of this.store.listQueues()) this.refreshDelayed(q.id, this.clock.now());
     // Work that fell due while the emulator was down is applied now.
     void this.gc.run(() => this.applyDue());
@@ -1095,7 +1095,7 @@ export class Engine {
     this.waiters.expire(now);
     for (const queueId of this.consumers.expire(now)) this.touched.add(queueId);
     for (const queueId of this.consumers.queues()) this.touched.add(queueId);
-    const step = stepOf(now);
+    const step = lagStepOf(now);
     if (step !== this.lastLagStep) {
       // The step that ended is the last one seen, not simply the one before now: after a
       // suspended process or a long jump of the clock, several steps may have gone by.
@@ -1251,7 +1251,7 @@ export class Engine {
     this.lagStepEnded = null;
     if (this.touched.size === 0) return;
     const now = this.clock.now();
-    const start = stepOf(now);
+    const start = lagStepOf(now);
     for (const id of this.touched) {
       const q = this.store.queueById(id);
       if (!q) continue;
@@ -1348,7 +1348,7 @@ export class Engine {
 
   /** 48 aligned half-hour steps ending with the current one; a step with no record carries the last depth on. */
   private lagHistory(q: QueueRow, now: number): LagStep[] {
-    const current = stepOf(now);
+    const current = lagStepOf(now);
     const first = current - (LAG_STEPS - 1) * HALF_HOUR;
     const { before, rows } = this.store.lagSince(q.id, first);
     const byStart = new Map(rows.map((r) => [r.start, r]));
@@ -1476,10 +1476,6 @@ const lagKey = (queueId: number, start: number): string => `${queueId}/${start}`
 
 /** How often a queue's lag record may be written while it keeps changing (see lagUnwritten). */
 const LAG_WRITE_EVERY_MS = 1000;
-
-function stepOf(t: number): number {
-  return Math.floor(t / HALF_HOUR) * HALF_HOUR;
-}
 
 function badCursor(c: unknown): never {
   throw invalid(`${v.describe(c)} is not a cursor from an earlier page`);
