@@ -3,7 +3,7 @@ import type { Delivery, LagStep, MessageView } from '../protocol';
 import { emptyLagHistory } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optCount, optObject, optSeconds, optSignal, optString, pause, throwIfAborted, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, invalidArg, isAbort, isCode, jsonValue, onlyKeys, options, optCount, optMs, optObject, optSeconds, optSignal, optString, pause, throwIfAborted, thrownText } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -133,6 +133,9 @@ export interface Cache {
 
 const MAX_LEASE_S = 12 * 3600;
 
+/** The longest a pull may hold (`waitMs`) and consume() may idle (`idleMs`): 20 minutes. */
+const MAX_WAIT_MS = 20 * 60 * 1000;
+
 /** The shortest time consume() holds an empty pull (`idleMs` below it is raised to it). */
 const MIN_HOLD_MS = 100;
 
@@ -261,10 +264,9 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
 
   /** A pull that reports a missing queue as not_found. */
   async function pullRaw<T>(o: PullOptions, over: Transport = t()): Promise<CacheMessage<T>[]> {
-    onlyKeys(optObject(o, 'pull options'), ['max', 'visibilitySeconds', 'waitMs', 'signal'], 'pull');
     const max = optCount(o.max, 'max', 1, 1000) ?? 1;
     const leaseMs = optSeconds(o.visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
-    const waitMs = optSeconds(o.waitMs === undefined ? undefined : o.waitMs / 1000, 'waitMs', { max: 20 * 60 });
+    const waitMs = optMs(o.waitMs, 'waitMs', { max: MAX_WAIT_MS });
     const signal = optSignal(o.signal);
     throwIfAborted(signal);
     const r = await over.request('pull', { ...ref, max, leaseMs, waitMs: waitMs || undefined }, { signal });
@@ -292,9 +294,9 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
     name,
     namespace,
 
-    async push(body, o = {}) {
+    async push(body, opts) {
       // A misspelt option (delaySecond) is refused, not dropped: the message would go out at once.
-      onlyKeys(optObject(o, 'push options'), ['delaySeconds', 'dedupeKey'], 'push');
+      const o = options(opts, 'push', ['delaySeconds', 'dedupeKey']);
       // The bound is the queue's maxDelayMs, checked by the engine (a queue may set its own).
       const delayMs = optSeconds(o.delaySeconds, 'delaySeconds');
       const dedupeKey = optString(o.dedupeKey, 'dedupeKey');
@@ -306,10 +308,11 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
       return { id: r.id, deduped: r.deduped };
     },
 
-    async pull<T>(o: PullOptions = {}) {
+    async pull<T>(opts?: PullOptions | null) {
+      const o = options(opts, 'pull', ['max', 'visibilitySeconds', 'waitMs', 'signal']);
       // A pull that may wait, on a queue nobody made yet, makes the (empty) queue and waits there,
       // as consume() does: answering [] at once would turn a `pull({ waitMs })` loop into a spin.
-      if (o?.waitMs) return orNotFound(pullRaw<T>(o), () => createEmpty().then(() => pullRaw<T>(o)));
+      if (o.waitMs) return orNotFound(pullRaw<T>(o), () => createEmpty().then(() => pullRaw<T>(o)));
       return orEmpty(pullRaw<T>(o), []);
     },
 
@@ -323,13 +326,13 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
       return settleHere('nack', receiptArg(receipt));
     },
 
-    async consume<T>(handler: (msg: CacheMessage<T>) => unknown, o: ConsumeOptions = {}) {
+    async consume<T>(handler: (msg: CacheMessage<T>) => unknown, opts?: ConsumeOptions | null) {
       if (typeof handler !== 'function') throw invalidArg('consume(handler) needs a handler function');
-      onlyKeys(optObject(o, 'consume options'), ['max', 'visibilitySeconds', 'idleMs', 'signal', 'onError'], 'consume');
+      const o = options(opts, 'consume', ['max', 'visibilitySeconds', 'idleMs', 'signal', 'onError']);
       const max = optCount(o.max, 'max', 1, 1000) ?? 10;
       const visibilitySeconds = o.visibilitySeconds;
       optSeconds(visibilitySeconds, 'visibilitySeconds', { min: 0.001, max: MAX_LEASE_S });
-      const idleMs = optSeconds(o.idleMs === undefined ? undefined : o.idleMs / 1000, 'idleMs', { max: 20 * 60 }) ?? 1000;
+      const idleMs = optMs(o.idleMs, 'idleMs', { max: MAX_WAIT_MS }) ?? 1000;
       // A held pull answers the moment a message comes, so a shorter hold than this would only spin.
       const holdMs = Math.max(idleMs, MIN_HOLD_MS);
       const signal = optSignal(o.signal);
@@ -390,8 +393,8 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
       }
     },
 
-    async deadLetters<T>(o: { limit?: number; cursor?: string } = {}) {
-      onlyKeys(optObject(o, 'deadLetters options'), ['limit', 'cursor'], 'deadLetters');
+    async deadLetters<T>(opts?: { limit?: number; cursor?: string } | null) {
+      const o = options(opts, 'deadLetters', ['limit', 'cursor']);
       const limit = optCount(o.limit, 'limit', 1, 1000);
       const cursor = optString(o.cursor, 'cursor');
       const r = await orEmpty(t().request('dead.list', { ...ref, limit, cursor }), { messages: [], total: 0, next: null });

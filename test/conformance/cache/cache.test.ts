@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createCache, type Cache, type CacheQueue } from '../../../emulator/clients/cache';
+import { createCache, type Cache, type CacheMessage, type CacheQueue } from '../../../emulator/clients/cache';
 import { QuaysideError } from '../../../emulator/errors';
 import { startEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
@@ -278,6 +278,48 @@ describe('conformance: cache (seeds/000)', function () {
       assert.equal((await rejects(loose.ack(m.receipt, { force: true }))).code, 'invalid_argument');
       assert.deepEqual(await q.stats().then((st) => [st.ready, st.inFlight]), [0, 1], 'still leased: nothing was settled');
       assert.equal(await loose.nack(m.receipt, {}), true, 'an empty options object is no option');
+    });
+
+    it('null options are no options, as undefined is; options that are not an object are invalid_argument and change nothing', async () => {
+      const q = cache.queue('null-options');
+      const loose = q as unknown as Record<'push' | 'pull' | 'deadLetters' | 'consume', (...a: unknown[]) => Promise<unknown>>;
+      await loose.push('a', null);
+      await loose.push('b', undefined);
+      assert.equal((await q.stats()).depth, 2);
+      const [m] = (await loose.pull(null)) as CacheMessage[];
+      assert.equal(m.body, 'a', 'a pull of one with the default lease');
+      assert.equal((await q.stats()).inFlight, 1);
+      assert.deepEqual(await loose.deadLetters(null), { messages: [], total: 0, next: null });
+      for (const [call, args] of [
+        ['push', ['c', 'soon']],
+        ['pull', [5]],
+        ['deadLetters', [[]]],
+        ['consume', [() => undefined, true]],
+      ] as const) {
+        const e = await rejects(loose[call](...args));
+        assert.equal(e.code, 'invalid_argument', `${call}(${JSON.stringify(args.at(-1))})`);
+        assert.match(e.message, new RegExp(`^${call} options must be an object`));
+      }
+      assert.deepEqual(await q.stats().then((st) => [st.ready, st.inFlight]), [1, 1], 'nothing pushed or leased');
+      // consume(handler, null) runs with the defaults (until the cache closes) and acks what it handled.
+      assert.equal(await q.ack(m.receipt), true);
+      let handled!: (body: unknown) => void;
+      const got = new Promise((r) => (handled = r));
+      const run = loose.consume(async (msg: CacheMessage) => handled(msg.body), null);
+      assert.equal(await got, 'b');
+      await cache.close();
+      await run;
+      assert.deepEqual(await q.stats().then((st) => [st.depth, st.inFlight]), [0, 0], 'handled and acked');
+    });
+
+    it('waitMs and idleMs beyond 20 minutes are refused in the unit they were given in (ms)', async () => {
+      const q = cache.queue('wait-limit');
+      const e = await rejects(q.pull({ waitMs: 3_600_000 }));
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /^waitMs must be at most 1200000 ms, got 3600000$/);
+      const i = await rejects(q.consume(() => undefined, { idleMs: 1_200_001 }));
+      assert.match(i.message, /^idleMs must be at most 1200000 ms, got 1200001$/);
+      assert.match((await rejects(q.pull({ waitMs: 'soon' } as never))).message, /^waitMs must be a number of ms, got/);
     });
 
     it('createCache refuses a url or token that is not a string, as invalid_argument', () => {
