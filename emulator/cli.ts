@@ -28,14 +28,28 @@ const USAGE = `quayside <command> [options]
   audit        replays and purges      [--ns NAMESPACE] [--limit N]
   advance MS   move a virtual clock
 
-Client commands take --url and --token (or QUAYSIDE_URL / QUAYSIDE_TOKEN) and --json.`;
+Client commands take --url and --token (or QUAYSIDE_URL / QUAYSIDE_TOKEN) and --json.
+quayside --help prints this, quayside --version the version.`;
 
 interface Args {
   _: string[];
   flags: Record<string, string | true>;
 }
 
-const BOOLEAN = new Set(['json', 'memory', 'yes', 'exit-with-parent', 'free-tier', 'help']);
+const BOOLEAN = new Set(['json', 'memory', 'yes', 'exit-with-parent', 'free-tier', 'help', 'version']);
+
+/** The version in the package.json above this file (dist/emulator/ when built, emulator/ from source). */
+function packageVersion(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'quayside' && pkg.version) return pkg.version;
+    } catch {
+      // no package.json here: look further up
+    }
+    if (path.dirname(dir) === dir) return 'unknown';
+  }
+}
 
 export function parseArgs(argv: string[]): Args {
   const out: Args = { _: [], flags: {} };
@@ -112,8 +126,9 @@ function flag(args: Args, name: string, alias?: string): string | undefined {
 function idsFlag(args: Args): string[] | undefined {
   const v = flag(args, 'ids');
   if (v === undefined) return undefined;
-  const ids = v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
-  if (ids.length === 0) throw new UsageError('--ids needs at least one message id (m_1,m_2); leave it out to act on the oldest (replay) or all (purge-dead)');
+  const ids = v.split(',').map((x) => x.trim());
+  if (ids.every((x) => x.length === 0)) throw new UsageError('--ids needs at least one message id (m_1,m_2); leave it out to act on the oldest (replay) or all (purge-dead)');
+  if (ids.some((x) => x.length === 0)) throw new UsageError(`--ids has an empty id in "${v.slice(0, 60)}"; give message ids separated by single commas (m_1,m_2)`);
   return ids;
 }
 
@@ -138,8 +153,9 @@ function attributesFlag(args: Args): Record<string, unknown> | undefined {
 function intFlag(args: Args, name: string, min = 0, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const v = flag(args, name);
   if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number ≥ ${min}, got "${v}"`);
+  // Decimal digits only: Number() would also take 0x10, 1e3 or " 5", and a typo should not pass as one.
+  const n = /^-?\d+$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number ≥ ${min}, got "${v}"`);
   if (n > max) throw new UsageError(`--${name} must be at most ${max}, got ${n}`);
   return n;
 }
@@ -429,8 +445,9 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'advance': {
-        const ms = Number(need(args, 1, 'milliseconds'));
-        if (!Number.isFinite(ms) || ms < 0) throw new UsageError('MS must be a number ≥ 0');
+        const text = need(args, 1, 'milliseconds');
+        const ms = /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+        if (!Number.isFinite(ms)) throw new UsageError(`MS must be a number of milliseconds ≥ 0 (digits, such as 30000), got "${text.slice(0, 60)}"`);
         const r = await conn.request('clock.advance', { ms });
         out(r, `clock now ${when(r.now)}`);
         break;
@@ -446,11 +463,17 @@ async function client(cmd: string, args: Args): Promise<void> {
 export async function main(argv: string[]): Promise<void> {
   const args = parseArgs(argv);
   const cmd = args._[0];
-  if (!cmd || args.flags.help === true || cmd === 'help') {
+  if (args.flags.help === true || cmd === 'help' || argv.length === 0) {
     process.stdout.write(USAGE + '\n');
     return;
   }
+  if (!cmd && Object.keys(args.flags).length === 1 && args.flags.version === true) {
+    process.stdout.write(`quayside ${packageVersion()}\n`);
+    return;
+  }
   try {
+    // Options with no command (`quayside --bogus`) are a usage error, not a quiet usage text.
+    if (!cmd) throw new UsageError(`no command given; an option (--${Object.keys(args.flags)[0]}) goes after one: quayside <command> [options]`);
     if (cmd === 'start') await start(args);
     else await client(cmd, args);
   } catch (e) {

@@ -111,6 +111,9 @@ describe('quayside CLI: push --attributes, stats and show', function () {
       [['replay', 'ranges', '--max', '100001'], /--max must be at most 100000/],
       [['replay', 'ranges', '--ids', 'm_1,m_2', '--max', '1'], /give one or the other/],
       [['push', 'ranges', '2', '--delay', String(7 * 24 * HOUR + 1)], /delayMs/], // the queue's own limit, found by the emulator
+      // Decimal digits only: Number() would read these as 16, 1000, 3 and 5.
+      ...['0x10', '1e3', '0b11', ' 5', '1.5'].map((d): [string[], RegExp] => [['push', 'ranges', '3', '--delay', d], /--delay must be a whole number ≥ 0/]),
+      [['purge-dead', 'ranges', '--ids', 'm_1,,m_2'], /--ids has an empty id/],
     ];
     for (const [argv, message] of cases) {
       const e = await fails(run(tsx, [cli, ...argv, ...args, '--json']));
@@ -118,6 +121,22 @@ describe('quayside CLI: push --attributes, stats and show', function () {
       assert.match(JSON.parse(e!.stderr).error.message, message);
     }
     assert.equal((await emu.engine.peek({ namespace: 'cli', queue: 'ranges' })).total, 1, 'nothing was pushed');
+    const before = emu.clock.now();
+    const e = await fails(run(tsx, [cli, 'advance', '1e3', '--url', emu.url, '--token', emu.token, '--json']));
+    assert.equal(e?.code, 64);
+    assert.match(JSON.parse(e!.stderr).error.message, /MS must be a number of milliseconds ≥ 0/);
+    assert.equal(emu.clock.now(), before, 'the clock did not move');
+  });
+
+  it('options with no command are a usage error (64); --help and a bare quayside print the usage, --version the version (0)', async () => {
+    for (const argv of [['--bogus'], ['--json'], ['--ns', 'cli']]) {
+      const e = await fails(run(tsx, [cli, ...argv]));
+      assert.equal(e?.code, 64, argv.join(' '));
+      assert.match(e!.stderr, /no command given; an option \(--\w+\) goes after one/);
+    }
+    for (const argv of [[], ['--help'], ['help']]) assert.match((await run(tsx, [cli, ...argv])).stdout, /^quayside <command> \[options\]/, argv.join(' '));
+    const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string };
+    assert.equal((await run(tsx, [cli, '--version'])).stdout, `quayside ${pkg.version}\n`);
   });
 
   it('--json errors carry what the protocol\'s error does: quota_exceeded has its resetAt', async () => {
