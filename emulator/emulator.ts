@@ -149,7 +149,8 @@ function checkOptions(opts: EmulatorOptions): void {
   if (o.dataDir !== undefined && (typeof o.dataDir !== 'string' || o.dataDir === '')) throw bad('dataDir must be a non-empty string (a directory path)');
   if (o.memory !== undefined && typeof o.memory !== 'boolean') throw bad('memory must be true or false');
   const c = o.clock;
-  const startOk = typeof c === 'object' && c !== null && typeof (c as { start?: unknown }).start === 'number' && Number.isFinite((c as { start: number }).start);
+  const startOk =
+    typeof c === 'object' && c !== null && Object.keys(c).every((k) => k === 'start') && typeof (c as { start?: unknown }).start === 'number' && Number.isFinite((c as { start: number }).start);
   if (c !== undefined && c !== 'system' && c !== 'virtual' && !startOk) throw bad(`clock must be "system", "virtual" or { start: <epoch ms> }, got ${JSON.stringify(c) ?? String(c)}`);
   if (o.token !== undefined && (typeof o.token !== 'string' || o.token === '' || o.token.length > 200)) throw bad('token must be a non-empty string of at most 200 characters');
   if (o.freeTier !== undefined && typeof o.freeTier !== 'boolean' && !(Number.isSafeInteger(o.freeTier) && (o.freeTier as number) >= 1)) throw bad(`freeTier must be true, false or a positive whole number of messages a day, got ${String(o.freeTier)}`);

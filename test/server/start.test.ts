@@ -51,6 +51,7 @@ describe('startEmulator: options', () => {
         [{ durability: 'FULL', dataDir: dir }, /durability must be "normal" or "full", got "FULL"/],
         [{ clock: 'Virtual' }, /clock must be "system", "virtual" or \{ start: <epoch ms> \}, got "Virtual"/],
         [{ clock: { start: 'monday' } }, /clock must be/],
+        [{ clock: { start: 1_796_000_000_000, speed: 2 } }, /clock must be "system", "virtual" or \{ start: <epoch ms> \}, got \{"start":1796000000000,"speed":2\}/],
         [{ port: 70000 }, /port must be an integer from 0 to 65535/],
         [{ port: 1.5 }, /port must be an integer/],
         [{ dataDIr: dir }, /unknown option "dataDIr"/],
