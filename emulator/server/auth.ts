@@ -25,11 +25,12 @@ export function bearer(header: string | undefined): string | undefined {
 
 /**
  * A WebSocket upgrade from a web page carries its Origin; a page in the user's browser must not
- * reach the emulator. Node clients and the extension host send no Origin.
+ * reach the emulator. Node clients and the extension host send no Origin. One origin only: Node
+ * joins repeated headers with ", ", and a list that starts with an allowed one is still refused.
  */
-export function originAllowed(origin: string | undefined): boolean {
+export function originAllowed(origin: string | string[] | undefined): boolean {
   if (origin === undefined || origin === '') return true;
-  return /^vscode-(webview|file):\/\//.test(origin);
+  return typeof origin === 'string' && /^vscode-(webview|file):\/\/[^\s,]*$/.test(origin);
 }
 
 /** Guards against DNS rebinding: the Host must name a loopback address (or the bound host). */

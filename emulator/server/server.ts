@@ -102,7 +102,8 @@ export class QuaysideServer {
       const refuse = (status: number, text: string) => {
         socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       };
-      if (!originAllowed(req.headers.origin)) return refuse(403, 'Forbidden');
+      // Sec-WebSocket-Origin is where the older handshake (version 8, which ws still accepts) puts it.
+      if (!originAllowed(req.headers.origin) || !originAllowed(req.headers['sec-websocket-origin'])) return refuse(403, 'Forbidden');
       if (!hostAllowed(req.headers.host, this.host)) return refuse(403, 'Forbidden');
       if (this.sessions.size >= LIMITS.maxConnections) return refuse(503, 'Service Unavailable');
       this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws));

@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import fc from 'fast-check';
+import { WebSocket } from 'ws';
 import { createCache } from '../../emulator/clients/cache';
 import { startEmulator, type Emulator } from '../../emulator/emulator';
 import { READ_OPS } from '../../emulator/protocol';
@@ -67,6 +68,19 @@ describe('reliability: access', function () {
       await assert.rejects(RawClient.open(emu.url, { origin }), (e: { status?: number }) => e.status === 403, origin);
     }
     await assert.rejects(RawClient.open(emu.url, { host: 'evil.example' }), (e: { status?: number }) => e.status === 403);
+    // Two Origin headers (Node joins them), and the version-8 handshake's Sec-WebSocket-Origin.
+    const twice = { origin: ['vscode-webview://a', 'https://evil.example'] } as unknown as Record<string, string>;
+    await assert.rejects(RawClient.open(emu.url, twice), (e: { status?: number }) => e.status === 403, 'two Origin headers');
+    const v8 = await new Promise<number | 'open'>((resolve, reject) => {
+      const ws = new WebSocket(emu.url, { protocolVersion: 8, origin: 'https://evil.example' });
+      ws.once('open', () => {
+        ws.close();
+        resolve('open');
+      });
+      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode!));
+      ws.once('error', reject);
+    });
+    assert.equal(v8, 403, 'Sec-WebSocket-Origin of a web page');
     const status = await new Promise<number>((resolve, reject) => {
       const req = http.get(`${emu.httpUrl}/v1/queues`, { headers: { host: 'rebind.evil.example', authorization: `Bearer ${emu.token}` } }, (res) => {
         res.resume();
