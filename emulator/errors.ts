@@ -32,5 +32,10 @@ export class QuaysideError extends Error {
 
 export const invalid = (message: string, details?: Record<string, unknown>) =>
   new QuaysideError('invalid_argument', message, { details });
+/** Whether `e` is a QuaysideError with this code. */
+export function isCode(e: unknown, code: string): boolean {
+  return e instanceof QuaysideError && e.code === code;
+}
+
 export const notFound = (message: string) => new QuaysideError('not_found', message);
 export const conflict = (message: string) => new QuaysideError('conflict', message);

@@ -114,9 +114,7 @@ export function isAbort(e: unknown): boolean {
   return e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError');
 }
 
-export function isCode(e: unknown, code: string): boolean {
-  return e instanceof QuaysideError && e.code === code;
-}
+export { isCode } from '../errors';
 
 /** Waits `ms` of real time, or until the signal aborts (then resolves early, never rejects). */
 export function pause(ms: number, signal?: AbortSignal): Promise<void> {

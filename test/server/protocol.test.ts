@@ -309,6 +309,25 @@ describe('server: the WebSocket protocol', () => {
     assert.match(text, /quayside_queue_depth\{namespace="p",queue="jobs",dialect="cache"\} 1/);
     assert.match(text, /quayside_queue_oldest_ready_age_seconds\{/);
   });
+
+  it('/metrics also has the 24-hour history: 48 half-hour steps per queue, each a series labelled with its start', async () => {
+    await c.request('push', { ...ref, body: 1, create: 'cache' });
+    await c.request('push', { ...ref, body: 2 });
+    await emu.clock.advance(90_000); // the oldest has waited 90 s
+    const { lagHistory } = await c.request('stats', ref);
+    const text = await fetch(`${emu.httpUrl}/metrics`).then((r) => r.text());
+    assert.match(text, /# TYPE quayside_queue_lag_peak_depth gauge/);
+    assert.match(text, /# TYPE quayside_queue_lag_max_wait_seconds gauge/);
+    const series = (name: string) =>
+      [...text.matchAll(new RegExp(`^${name}\\{namespace="p",queue="jobs",dialect="cache",step="([^"]+)"\\} (\\S+)$`, 'gm'))].map((m) => [Date.parse(m[1]), Number(m[2])]);
+    const peaks = series('quayside_queue_lag_peak_depth');
+    const waits = series('quayside_queue_lag_max_wait_seconds');
+    assert.equal(peaks.length, 48);
+    assert.deepEqual(peaks, lagHistory.map((st) => [st.start, st.peakDepth]), 'the same steps and peaks as stats');
+    assert.deepEqual(waits, lagHistory.map((st) => [st.start, st.maxWaitMs / 1000]));
+    assert.equal(peaks.at(-1)![1], 2);
+    assert.equal(waits.at(-1)![1], 90);
+  });
 });
 
 describe('startEmulator', () => {
