@@ -77,6 +77,9 @@ export function syncPolicy(limits: unknown, delivery: unknown): Partial<QueuePol
  */
 export function checkOrdering(ordering: unknown): void {
   if (ordering === undefined || ordering === null || ordering === false) return;
+  if (typeof ordering !== 'string' && (typeof ordering !== 'object' || Array.isArray(ordering))) {
+    throw invalidArg(`ordering must be a string or { mode }, got ${Array.isArray(ordering) ? 'an array' : JSON.stringify(ordering) ?? typeof ordering}`, { field: 'ordering' });
+  }
   const mode = typeof ordering === 'string' ? ordering : typeof ordering === 'object' ? (ordering as Record<string, unknown>).mode : undefined;
   // Any key that speaks of partitions ({ partitions: 4 }, { partitioned: true }, { partitionKey }) asks for it too.
   const partitionKey = typeof ordering === 'object' ? Object.entries(ordering as Record<string, unknown>).find(([k, v]) => /partition/i.test(k) && v !== undefined && v !== false && v !== null)?.[0] : undefined;

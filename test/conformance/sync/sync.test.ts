@@ -229,6 +229,10 @@ for (const variant of variants) {
       assert.throws(() => h.queue({ id: 'p', ordering: { mode: 'best_effort', partitions: 4 } as never }), (e: any) => e.code === 'invalid_argument' && /ordering\.partitions is not supported/.test(e.message) && !/best_effort/.test(e.message));
       // Accepted and ignored: a mode that is not partitioned, or a partition flag that is off.
       for (const ordering of ['fifo', { mode: 'fifo' }, { partitioned: false }]) h.queue({ id: 'p', ordering: ordering as never });
+      // Neither a string nor { mode }: a clear error, not a setting quietly ignored.
+      for (const ordering of [42, true, ['fifo']]) {
+        assert.throws(() => h.queue({ id: 'p', ordering: ordering as never }), (e: any) => e.code === 'invalid_argument' && /^ordering must be a string or \{ mode \}/.test(e.message), JSON.stringify(ordering));
+      }
     });
 
     it('maintenance (lease reclaim, delayed→ready promotion, DLQ moves) runs automatically', async () => {
