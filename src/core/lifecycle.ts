@@ -82,8 +82,11 @@ export interface LifecycleOptions {
   launch: Launch;
   /** Delay before the n-th automatic restart (n from 1). Default 1 s, 2 s, 4 s … capped at 30 s. */
   backoffMs?: (n: number) => number;
-  /** Give up after this many automatic restarts in a row. Default 5. */
-  maxRestarts?: number;
+  /**
+   * Give up after this many automatic restarts in a row. Default 5. A function is asked at each
+   * crash, so a setting changed while the emulator runs counts from the next crash.
+   */
+  maxRestarts?: number | (() => number);
   /**
    * Asked when `maxRestarts` is reached: true to go on restarting at the capped back-off (the
    * extension says so for an attached emulator, which may just be paused at a breakpoint or
@@ -99,6 +102,16 @@ export interface LifecycleOptions {
 
 /** Failure codes that a retry cannot fix; a crash-restart that hits one stops retrying. */
 const PERMANENT = new Set(['node_not_found', 'node_too_old', 'emulator_not_found', 'native_module', 'data_dir', 'usage', 'unauthorized']);
+
+/**
+ * What Toggle (the status bar item) does in a state: stop what runs or starts, start what is stopped
+ * or crashed (a pending restart is replaced by a start now), and nothing while it stops (a second
+ * click on "stopping" is not a request to start again).
+ */
+export function toggleAction(state: EmulatorState): 'start' | 'stop' | 'none' {
+  if (state === 'running' || state === 'starting') return 'stop';
+  return state === 'stopping' ? 'none' : 'start';
+}
 
 export function defaultBackoff(n: number): number {
   return Math.min(30_000, 1000 * 2 ** Math.max(0, n - 1));
@@ -130,7 +143,7 @@ export class Lifecycle {
   private readonly logListeners = new Set<(line: string) => void>();
   private readonly launch: Launch;
   private readonly backoff: (n: number) => number;
-  private readonly maxRestarts: number;
+  private readonly maxRestartsOf: () => number;
   private readonly restartWithoutLimit: () => boolean;
   private readonly stableMs: number;
   private readonly now: () => number;
@@ -141,7 +154,8 @@ export class Lifecycle {
   constructor(opts: LifecycleOptions) {
     this.launch = opts.launch;
     this.backoff = opts.backoffMs ?? defaultBackoff;
-    this.maxRestarts = opts.maxRestarts ?? 5;
+    const max = opts.maxRestarts ?? 5;
+    this.maxRestartsOf = typeof max === 'function' ? max : () => max;
     this.restartWithoutLimit = opts.restartWithoutLimit ?? (() => false);
     this.stableMs = opts.stableMs ?? 60_000;
     this.now = opts.now ?? Date.now;
@@ -242,6 +256,7 @@ export class Lifecycle {
     this.disposed = true;
     await this.stop();
     this.changeListeners.clear();
+    this.logListeners.clear();
   }
 
   private begin(attempt: number): Promise<Snapshot> {
@@ -250,7 +265,8 @@ export class Lifecycle {
     this.restartAt = undefined;
     this.startAttempt = attempt;
     this.set('starting');
-    this.log(attempt === 0 ? 'starting the emulator' : `restarting the emulator (attempt ${attempt}${attempt <= this.maxRestarts ? ` of ${this.maxRestarts}` : ''})`);
+    const max = this.maxRestartsOf();
+    this.log(attempt === 0 ? 'starting the emulator' : `restarting the emulator (attempt ${attempt}${attempt <= max ? ` of ${max}` : ''})`);
     const p = (async (): Promise<Snapshot> => {
       const launching = this.launch({ attempt, previous: this.lastEndpoint });
       this.launching = launching;
@@ -339,8 +355,9 @@ export class Lifecycle {
   }
 
   private scheduleRestart(): void {
-    if (this.maxRestarts === 0) return this.giveUp('automatic restarts are off');
-    if (this.restarts >= this.maxRestarts && !this.restartWithoutLimit()) {
+    const max = this.maxRestartsOf();
+    if (max === 0) return this.giveUp('automatic restarts are off');
+    if (this.restarts >= max && !this.restartWithoutLimit()) {
       return this.giveUp(`gave up after ${this.restarts} automatic ${this.restarts === 1 ? 'restart' : 'restarts'}`);
     }
     this.restarts++;

@@ -78,7 +78,8 @@ export class EmulatorService {
     const log = opts.log ?? (() => undefined);
     this.lifecycle = new Lifecycle({
       ...opts.lifecycle,
-      maxRestarts: opts.lifecycle?.maxRestarts ?? (opts.getConfig().restartOnCrash ? 5 : 0),
+      // Asked at each crash: turning restartOnCrash off (or on) applies without a window reload.
+      maxRestarts: opts.lifecycle?.maxRestarts ?? (() => (opts.getConfig().restartOnCrash ? 5 : 0)),
       // An attached emulator may be paused in a debugger or restarted by its owner: keep re-attaching.
       restartWithoutLimit: opts.lifecycle?.restartWithoutLimit ?? (() => opts.getConfig().url.trim() !== ''),
       launch: (ctx) => this.launch(ctx),

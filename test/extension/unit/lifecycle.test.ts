@@ -1,5 +1,5 @@
 import { strict as assert } from 'assert';
-import { LaunchError, Lifecycle, defaultBackoff, type LaunchContext, type Snapshot } from '../../../src/core/lifecycle';
+import { LaunchError, Lifecycle, defaultBackoff, toggleAction, type EmulatorState, type LaunchContext, type Snapshot } from '../../../src/core/lifecycle';
 import { FakeInstance } from './ext-fakes';
 
 /** Timers the test fires by hand (the lifecycle takes `setTimer`), so nothing waits on the wall clock. */
@@ -417,16 +417,29 @@ describe('extension: emulator lifecycle', () => {
     assert.ok(instances[0].stopped);
   });
 
-  it('dispose stops and refuses later starts', async () => {
+  it('dispose stops, refuses later starts, and lets go of its listeners (the output channel is disposed with it)', async () => {
     const { lc, instances } = setup();
+    const lines: string[] = [];
+    const changes: string[] = [];
+    lc.onLog((l) => lines.push(l));
+    lc.onDidChange((s) => changes.push(s.state));
     const p = lc.start();
     await tick();
     instances[0].listen();
     await p;
     await lc.dispose();
     assert.ok(instances[0].stopped);
+    const heard = [lines.length, changes.length];
+    assert.ok(heard[0] > 0 && heard[1] > 0);
+    lc.log('after dispose');
     assert.equal((await lc.start()).state, 'stopped');
     assert.equal(instances.length, 1);
+    assert.deepEqual([lines.length, changes.length], heard, 'no listener hears anything after dispose');
+  });
+
+  it('toggle stops what runs or starts, starts what is stopped or crashed, and leaves a stop in progress alone', () => {
+    const states: EmulatorState[] = ['running', 'starting', 'stopping', 'stopped', 'crashed'];
+    assert.deepEqual(states.map(toggleAction), ['stop', 'stop', 'none', 'start', 'start']);
   });
 
   it('default back-off doubles from 1 s up to 30 s', () => {

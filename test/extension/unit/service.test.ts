@@ -183,6 +183,45 @@ describe('extension: emulator service (fake launches)', () => {
     }
   });
 
+  it('reads restartOnCrash at each crash: turned off while running, the next crash is not restarted; on again, it is', async () => {
+    const timers: (() => void)[] = [];
+    const instances: FakeInstance[] = [];
+    let restartOnCrash = true;
+    const svc = new EmulatorService({
+      getConfig: () => config({ restartOnCrash }),
+      exists: () => true,
+      makeConnection: () => new ScriptedTransport(),
+      lifecycle: { setTimer: (fn) => timers.push(fn), clearTimer: () => undefined },
+      launchOverride: async () => {
+        const i = new FakeInstance();
+        instances.push(i);
+        i.listen();
+        return i;
+      },
+    });
+    try {
+      await svc.start();
+      instances[0].exit(1);
+      let s = await waitFor(svc, (s) => s.state === 'crashed');
+      assert.ok(s.restartAt, 'on: a restart is scheduled');
+      timers.shift()!();
+      await waitFor(svc, (s) => s.state === 'running');
+      restartOnCrash = false;
+      instances[1].exit(1);
+      s = await waitFor(svc, (s) => s.state === 'crashed');
+      assert.equal(s.restartAt, undefined, 'turned off while it ran: no restart is scheduled');
+      assert.match(s.error!.message, /automatic restarts are off/);
+      assert.equal(timers.length, 0);
+      restartOnCrash = true;
+      await svc.start();
+      instances[2].exit(1);
+      s = await waitFor(svc, (s) => s.state === 'crashed');
+      assert.ok(s.restartAt, 'on again: a restart is scheduled');
+    } finally {
+      await svc.dispose();
+    }
+  });
+
   it('without a chosen port, each start reads the port setting afresh', async () => {
     const { svc, ports, setConfig } = fakeService();
     try {
