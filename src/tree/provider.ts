@@ -33,11 +33,14 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
       transport.onEvent((e) => {
         if (e.event === 'clock') this.debounced.add(this.model.apply(e));
         if (e.event !== 'change') return;
+        // A queue panel subscribes on the same connection and gets its own copy of each change.
+        if (this.subscription && e.subscription !== this.subscription) return;
         this.eventsSeen++;
         this.debounced.add(this.model.apply(e));
       }),
       // A new emulator, or the same one after a reconnect: subscribe again and reload.
       transport.onReconnect(() => {
+        this.subscription = undefined;
         if (this.running) void this.subscribe();
       }),
     );

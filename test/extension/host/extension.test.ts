@@ -129,6 +129,22 @@ describe('Quayside extension in VS Code', function () {
     assert.equal(api.tree.getTreeItem(kids[0]).label, '{"hello":"world"}');
   });
 
+  it('hears each change once while another subscription shares its connection (as a queue panel\'s does)', async () => {
+    const t = api.service.transport;
+    const { subscription } = await t.request('subscribe', {});
+    try {
+      const seen = api.tree.eventsSeen;
+      await app!.request('queue.create', { namespace: NS, queue: 'echo', dialect: 'cache' });
+      await app!.request('queue.delete', { namespace: NS, queue: 'echo' });
+      await until('the change events', () => api.tree.eventsSeen >= seen + 2);
+      // Both subscriptions' copies were sent before this reply: the tree had its chance to count them.
+      await t.request('clock.now', {});
+      assert.equal(api.tree.eventsSeen - seen, 2, 'created and deleted, once each');
+    } finally {
+      await t.request('unsubscribe', { subscription });
+    }
+  });
+
   it('Push Message from Active Editor sends the open JSON document', async () => {
     const doc = await vscode.workspace.openTextDocument({ language: 'json', content: '{ "fromEditor": true }' });
     await vscode.window.showTextDocument(doc);
@@ -181,6 +197,9 @@ describe('Quayside extension in VS Code', function () {
       assert.match(first.getText(), /"state": "ready"/);
       const { messages } = await app!.request('pull', { namespace: NS, queue: 'docs', max: 1 });
       await app!.request('nack', { receipt: messages[0].receipt, dead: true, error: 'doc test' });
+      const copied = await vscode.commands.executeCommand('quayside.copyMessageBody', { namespace: NS, queue: 'docs', id });
+      assert.equal(copied, '{\n  "doc": 1\n}');
+      assert.equal(await vscode.env.clipboard.readText(), copied);
       const again = (await vscode.commands.executeCommand('quayside.showMessage', { namespace: NS, queue: 'docs', id })) as vscode.TextDocument;
       const open = () => vscode.workspace.textDocuments.find((d) => !d.isClosed && d.uri.toString() === again.uri.toString());
       await until('the dead state shown', () => /"state": "dead"/.test(open()?.getText() ?? ''));
