@@ -5,9 +5,9 @@ import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { resolveUrl } from '../../emulator/clients/transport';
 import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
-import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../core/args';
+import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../core/args';
 import { formatDuration, parseDuration } from '../core/duration';
-import type { Snapshot } from '../core/lifecycle';
+import { toggleAction, type Snapshot } from '../core/lifecycle';
 import type { EmulatorService } from '../core/service';
 import { explainFailure, fixStillApplies, settingsCommand, type FixAction } from '../core/explain';
 import { npmFix, type NpmFixKind } from '../core/npmFix';
@@ -203,11 +203,10 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     },
     'quayside.restart': async () => startWithUi({ restart: true }),
     'quayside.toggle': async () => {
-      if (service.state === 'running' || service.state === 'starting') {
-        await service.stop();
-        return service.snapshot();
-      }
-      return startWithUi();
+      const action = toggleAction(service.state);
+      if (action === 'start') return startWithUi();
+      if (action === 'stop') await service.stop();
+      return service.snapshot();
     },
     'quayside.showLog': async () => log.show(),
     'quayside.refresh': async () => tree.refresh(),
@@ -441,20 +440,28 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (arg && typeof arg === 'object') await tree.loadMore(arg as TreeNode);
     },
     'quayside.showMessage': async (arg) => {
-      const a = arg as { kind?: string; namespace?: string; queue?: string; messageId?: string; id?: string } | undefined;
-      const id = a?.kind === 'message' ? a.messageId : a?.id;
-      if (!a?.namespace || !a.queue || !id) return;
-      return showMessage({ namespace: a.namespace, queue: a.queue, id });
+      const ref = messageRefFromArg(arg);
+      if (!ref) return noMessageGiven('Show Message');
+      return showMessage(ref);
     },
     'quayside.replayMessage': async (arg, selected) => handlers['quayside.replayDeadLetters'](arg, selected),
     'quayside.discardMessage': async (arg, selected) => handlers['quayside.purgeDeadLetters'](arg, selected),
     'quayside.copyMessageBody': async (arg) => {
-      const n = arg as TreeNode | undefined;
-      if (!n || n.kind !== 'message') return;
-      const m = tree.model.message(n) ?? (await t.request('message.get', { namespace: n.namespace, queue: n.queue, id: n.messageId }));
-      await vscode.env.clipboard.writeText(JSON.stringify(m.body, null, 2));
+      const ref = messageRefFromArg(arg);
+      if (!ref) return noMessageGiven('Copy Body');
+      const node = arg as TreeNode;
+      const m = (node.kind === 'message' ? tree.model.message(node) : undefined) ?? (await t.request('message.get', ref));
+      const text = JSON.stringify(m.body, null, 2);
+      await vscode.env.clipboard.writeText(text);
+      return text;
     },
   };
+
+  /** A message command run with no message (a keybinding, the palette): say where it works instead of doing nothing. */
+  function noMessageGiven(what: string): undefined {
+    void vscode.window.showInformationMessage(`Quayside: ${what} works on a message: run it from a message in the Quayside view, or use Peek Messages.`);
+    return undefined;
+  }
 
   async function showMessage(r: QueueRef & { id: string }): Promise<vscode.TextDocument> {
     const uri = messageUri(r);

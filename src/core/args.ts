@@ -43,6 +43,18 @@ const isMessageNode = (n: unknown): n is MessageNodeish & { messageId: string } 
   !!n && typeof n === 'object' && (n as MessageNodeish).kind === 'message' && typeof (n as MessageNodeish).messageId === 'string';
 
 /**
+ * The one message a command acts on: a message node of the tree, or `{ namespace, queue, id }` (tests,
+ * keybindings, other extensions). Undefined for anything else.
+ */
+export function messageRefFromArg(a: unknown): (QueueRef & { id: string }) | undefined {
+  const ref = refFromArg(a);
+  if (!ref) return undefined;
+  // Another tree node (a queue, a folder) has an `id` too, but it is the node's, not a message's.
+  const id = isMessageNode(a) ? a.messageId : isProgrammatic(a) ? (a as { id?: unknown }).id : undefined;
+  return typeof id === 'string' && id ? { ...ref, id } : undefined;
+}
+
+/**
  * The dead letters a replay / discard acts on: for a clicked dead-message node, the selected dead
  * messages of the same queue (when the selection holds the clicked node) or just that one; `[]` for
  * a live message node (nothing to act on); else the argument's `ids`.

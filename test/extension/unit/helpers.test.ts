@@ -1,6 +1,6 @@
 import { strict as assert } from 'assert';
 import { QuaysideError } from '../../../emulator/errors';
-import { isProgrammatic, isUriLike, messageIdsFromArgs, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
+import { isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
 import { batchDebounce } from '../../../src/core/debounce';
 import { formatDuration, parseDuration } from '../../../src/core/duration';
 import { explainFailure, settingsCommand } from '../../../src/core/explain';
@@ -71,6 +71,18 @@ describe('extension: command arguments', () => {
     assert.deepEqual(messageIdsFromArgs(m('a', { folder: 'messages' }), [m('a', { folder: 'messages' })]), []);
     assert.deepEqual(messageIdsFromArgs({ namespace: 'n', queue: 'q', ids: ['x'] }, undefined), ['x']);
     assert.equal(messageIdsFromArgs({ kind: 'folder', id: 'f' }, undefined), undefined);
+  });
+
+  it('one message: a message node (its messageId) or { namespace, queue, id }; other nodes name no message', () => {
+    const node = { kind: 'message', id: 'm:n/q/a', namespace: 'n', queue: 'q', folder: 'dead', messageId: 'a' };
+    assert.deepEqual(messageRefFromArg(node), { namespace: 'n', queue: 'q', id: 'a' });
+    assert.deepEqual(messageRefFromArg({ namespace: 'n', queue: 'q', id: 'b' }), { namespace: 'n', queue: 'q', id: 'b' });
+    assert.equal(messageRefFromArg({ kind: 'folder', id: 'f:n/q/dead', namespace: 'n', queue: 'q', folder: 'dead' }), undefined, 'a folder\'s node id is no message id');
+    assert.equal(messageRefFromArg({ kind: 'queue', id: 'q:n/q', namespace: 'n', queue: 'q' }), undefined);
+    assert.equal(messageRefFromArg({ namespace: 'n', queue: 'q' }), undefined);
+    assert.equal(messageRefFromArg({ namespace: 'n', queue: 'q', id: '' }), undefined);
+    assert.equal(messageRefFromArg({ namespace: 'n', queue: 'q', id: 7 }), undefined);
+    assert.equal(messageRefFromArg(undefined), undefined);
   });
 
   it('names and JSON bodies', () => {

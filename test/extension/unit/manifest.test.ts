@@ -1,0 +1,54 @@
+// The manifest's tree menus against the tree's fixed contextValues: what each kind of node offers, no
+// menu keyed on a contextValue the tree never gives, and a handler for every contributed command.
+import { strict as assert } from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { CONTEXT } from '../../../src/tree/model';
+
+const REPO = path.resolve(__dirname, '..', '..', '..');
+const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+const itemMenus: { command: string; when: string; group?: string }[] = manifest.contributes.menus['view/item/context'];
+
+/** Whether a view/item/context `when` holds for a node of the Quayside view with this contextValue. */
+function holds(when: string, contextValue: string): boolean {
+  return when.split('&&').every((raw) => {
+    const term = raw.trim();
+    let m = /^view == (\S+)$/.exec(term);
+    if (m) return m[1] === 'quayside.queues';
+    m = /^viewItem == (\S+)$/.exec(term);
+    if (m) return m[1] === contextValue;
+    m = /^viewItem =~ \/(.+)\/$/.exec(term);
+    if (m) return new RegExp(m[1]).test(contextValue);
+    throw new Error(`a when clause this test cannot read: ${term}`);
+  });
+}
+
+const offered = (contextValue: string) => [...new Set(itemMenus.filter((e) => holds(e.when, contextValue)).map((e) => e.command))].sort();
+
+describe('extension: manifest menus', () => {
+  it('each kind of tree node offers its commands (context menu and inline)', () => {
+    const queue = ['deleteQueue', 'exportMessages', 'openQueue', 'peekMessages', 'purgeQueue', 'pushMessage', 'pushMessageFromEditor', 'showAuditLog', 'showMetrics'];
+    const q = (names: string[]) => names.map((n) => `quayside.${n}`).sort();
+    assert.deepEqual(offered(CONTEXT.queue), q(queue));
+    assert.deepEqual(offered(CONTEXT.queueWithDead), q([...queue, 'purgeDeadLetters', 'replayDeadLetters']));
+    assert.deepEqual(offered(CONTEXT.messages), q(['peekMessages', 'purgeQueue', 'pushMessage']));
+    assert.deepEqual(offered(CONTEXT.deadLetters), q(['peekMessages', 'purgeDeadLetters', 'replayDeadLetters']));
+    assert.deepEqual(offered(CONTEXT.deadLettersEmpty), [], 'nothing to peek, replay or purge');
+    assert.deepEqual(offered(CONTEXT.messageLive), q(['copyMessageBody', 'showMessage']));
+    assert.deepEqual(offered(CONTEXT.messageDead), q(['copyMessageBody', 'discardMessage', 'replayMessage', 'showMessage']));
+  });
+
+  it('every viewItem a menu keys on is a contextValue the tree gives', () => {
+    const values: string[] = Object.values(CONTEXT);
+    for (const e of itemMenus) assert.ok(values.some((v) => holds(e.when, v)), `${e.command}: ${e.when} matches no node`);
+  });
+
+  it('every contributed command has a handler, and every menu entry names a contributed command', () => {
+    const declared = new Set<string>(manifest.contributes.commands.map((c: { command: string }) => c.command));
+    const source = fs.readFileSync(path.join(REPO, 'src', 'commands', 'index.ts'), 'utf8');
+    for (const id of declared) assert.ok(source.includes(`'${id}': async`), `a handler for ${id}`);
+    for (const [menu, entries] of Object.entries(manifest.contributes.menus as Record<string, { command?: string }[]>)) {
+      for (const e of entries) if (e.command) assert.ok(declared.has(e.command), `${menu}: ${e.command} is contributed`);
+    }
+  });
+});
