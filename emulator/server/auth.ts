@@ -25,12 +25,11 @@ export function bearer(header: string | undefined): string | undefined {
 
 /**
  * A WebSocket upgrade from a web page carries its Origin; a page in the user's browser must not
- * reach the emulator. Node clients and the extension host send no Origin. One origin only: Node
- * joins repeated headers with ", ", and a list that starts with an allowed one is still refused.
+ * reach the emulator. Node clients and the extension host send no Origin, so any Origin is refused:
+ * a VS Code webview is a web page too (the extension's own panel talks to its host by messages).
  */
 export function originAllowed(origin: string | string[] | undefined): boolean {
-  if (origin === undefined || origin === '') return true;
-  return typeof origin === 'string' && /^vscode-(webview|file):\/\/[^\s,]*$/.test(origin);
+  return origin === undefined || origin === '';
 }
 
 /** Guards against DNS rebinding: the Host must name a loopback address (or the bound host). */
