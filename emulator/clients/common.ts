@@ -1,5 +1,5 @@
 import { QuaysideError } from '../errors';
-import { abortError } from './connection';
+import { abortError } from './abort';
 
 // Small helpers shared by the product faces (cache, env, sync): argument checks that run before
 // anything is sent (JSON cannot carry NaN or Infinity, so they must be caught here), and waits

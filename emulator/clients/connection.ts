@@ -1,6 +1,8 @@
 import WebSocket from 'ws';
 import { QuaysideError } from '../errors';
 import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
+import { abortError } from './abort';
+import { Slots, mayBeHeld } from './slots';
 import { encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
 
 /** The masking key ws asks for before each frame: left all zeros (see dial()). */
@@ -46,6 +48,11 @@ export class Connection implements Transport {
    */
   private outstanding = 0;
   private parked: Array<() => void> = [];
+  /**
+   * Pulls that may be held (`waitMs > 0`) sent and not answered: the server holds at most
+   * LIMITS.maxWaitingPullsPerConnection and refuses more; a pull past that waits here instead.
+   */
+  private readonly waitingPulls = new Slots(LIMITS.maxWaitingPullsPerConnection);
   /** Facts from the server's hello answer. */
   serverInfo: OpResult<'hello'> | null = null;
 
@@ -270,6 +277,18 @@ export class Connection implements Transport {
 
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
     if (opts.signal?.aborted) throw abortError(opts.signal);
+    if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts);
+    // Taken in this turn when a slot is free: the pull is sent in call order with the calls around it.
+    const queued = this.waitingPulls.acquire(opts.signal);
+    if (queued) await queued;
+    try {
+      return await this.requestNow(op, args, opts);
+    } finally {
+      this.waitingPulls.release();
+    }
+  }
+
+  private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions): Promise<OpResult<K>> {
     // The socket may be closing (the emulator went away) before its close event has arrived:
     // treat it as lost now, so this request reconnects instead of failing.
     const ws = this.ws;
@@ -339,13 +358,6 @@ export class Connection implements Transport {
   }
 }
 
-export function abortError(signal: AbortSignal): Error {
-  const reason = signal.reason;
-  if (reason instanceof Error) return reason;
-  const e = new Error('The operation was aborted');
-  e.name = 'AbortError';
-  return e;
-}
 
 /** Open a connection and wait for the hello to succeed. */
 export async function connect(opts: ConnectionOptions = {}): Promise<Connection> {

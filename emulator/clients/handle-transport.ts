@@ -1,6 +1,6 @@
 import { QuaysideError } from '../errors';
 import type { OpArgs, OpName, OpResult, ServerEvent } from '../protocol';
-import { abortError } from './connection';
+import { abortError } from './abort';
 import type { RequestOptions, Transport } from './transport';
 
 const handleClosed = () => new QuaysideError('unavailable', 'this queue handle was closed');

@@ -178,7 +178,7 @@ function sendError(e: unknown): unknown {
   const { size, limit, field } = e.details ?? {};
   if (e.code === 'payload_too_large' && typeof size === 'number' && typeof limit === 'number') {
     const message = limit === LIMITS.maxFrameBytes
-      ? `send: data and meta make a request of ${size} bytes, over the emulator's ${limit} bytes per request (a message is at most ${LIMITS.maxMessageBytes} bytes)`
+      ? `send: data and meta make a request of ${size} bytes, over the ${limit} bytes a request may carry (a message is at most ${LIMITS.maxMessageBytes} bytes)`
       : `send: the message is ${size} bytes as stored (${ENVELOPE}), over the queue's payloadBytes (${limit})`;
     return new QuaysideError('payload_too_large', message, { details: e.details, cause: e });
   }

@@ -3,10 +3,11 @@ import { clockFor, type VirtualClockControl, type VirtualClockOption } from '../
 import { Store } from '../store/store';
 import { Session, dispatch, endSession } from '../server/dispatch';
 import { QuaysideError } from '../errors';
-import { PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
+import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
 import { encodeRequest, type RequestOptions, type Transport } from '../clients/transport';
 import { HandleTransport } from '../clients/handle-transport';
-import { abortError } from '../clients/connection';
+import { abortError } from '../clients/abort';
+import { Slots, mayBeHeld } from '../clients/slots';
 import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from '../clients/sync-face';
 
 // quayside/sync/memory: the same `queue()` as quayside/sync, with no emulator. An in-process
@@ -34,6 +35,7 @@ export class LocalTransport implements Transport {
    */
   private keepAlive: NodeJS.Timeout | null = null;
   private waiting = 0;
+  private readonly waitingPulls = new Slots(LIMITS.maxWaitingPullsPerConnection);
 
   constructor(private readonly engine: Engine, token: string) {
     this.session = new Session((e) => {
@@ -45,6 +47,20 @@ export class LocalTransport implements Transport {
   }
 
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
+    if (opts.signal?.aborted) throw abortError(opts.signal);
+    if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts);
+    // As over a connection: the session holds at most so many pulls; the rest wait their turn here.
+    // Taken in this turn when a slot is free: the pull is sent in call order with the calls around it.
+    const queued = this.waitingPulls.acquire(opts.signal);
+    if (queued) await queued;
+    try {
+      return await this.requestNow(op, args, opts);
+    } finally {
+      this.waitingPulls.release();
+    }
+  }
+
+  private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions): Promise<OpResult<K>> {
     const signal = opts.signal;
     if (signal?.aborted) throw abortError(signal);
     if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
@@ -56,7 +72,7 @@ export class LocalTransport implements Transport {
     // The args as the server would see them off the socket: a BigInt or a cycle is invalid_argument,
     // and a request larger than a frame is refused as it would be over the network.
     const frame = JSON.parse(encodeRequest(id, op, args)) as { id: number; op: string; args?: unknown };
-    const holds = op === 'pull' && Number((args as { waitMs?: unknown }).waitMs) > 0;
+    const holds = mayBeHeld(op, args);
     const answer = dispatch(this.engine, this.session, frame);
     return new Promise<OpResult<K>>((resolve, reject) => {
       const fail = (e: Error) => {

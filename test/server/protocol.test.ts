@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
 import { Connection } from '../../emulator/clients/connection';
-import type { ChangeEvent, ResponseFrame, ServerFrame } from '../../emulator/protocol';
+import { LIMITS, type ChangeEvent, type ResponseFrame, type ServerFrame } from '../../emulator/protocol';
 import { rejects } from '../helpers';
 
 /** A raw socket that collects every frame, for tests that need to see the wire. */
@@ -111,6 +111,26 @@ describe('server: the WebSocket protocol', () => {
     // The cancelled pull leased nothing: a later push goes to the next pull.
     await c.request('push', { ...ref, body: 1 });
     assert.equal((await c.request('pull', ref)).messages.length, 1);
+  });
+
+  it('waiting pulls past the server\'s limit wait in the client for their turn instead of being refused; one aborted while it waits is dropped', async () => {
+    await c.request('queue.create', { ...ref, dialect: 'cache' });
+    const n = LIMITS.maxWaitingPullsPerConnection + 44;
+    const pulls = Array.from({ length: n }, () => c.request('pull', { ...ref, max: 1, waitMs: 60_000 }));
+    const ac = new AbortController();
+    const dropped = c.request('pull', { ...ref, max: 1, waitMs: 60_000 }, { signal: ac.signal });
+    ac.abort();
+    await assert.rejects(dropped, /abort/i);
+    const other = new Connection({ url: emu.url, token: emu.token });
+    try {
+      await other.request('push.batch', { ...ref, messages: Array.from({ length: n }, (_, i) => ({ body: i })) });
+      const got = await Promise.all(pulls);
+      assert.ok(got.every((r) => r.messages.length === 1), 'every pull got one message; none was refused limit_exceeded');
+      assert.equal(new Set(got.map((r) => r.messages[0].id)).size, n);
+      assert.equal((await other.request('stats', ref)).counts.ready, 0, 'the aborted pull leased nothing');
+    } finally {
+      await other.close();
+    }
   });
 
   it('subscribers receive state changes with counts, for their namespace or queue only', async () => {

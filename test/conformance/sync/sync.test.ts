@@ -171,6 +171,13 @@ for (const variant of variants) {
       assert.deepEqual(got.map((m) => m!.data).sort(), ['one', 'two']);
     });
 
+    it('more blocking readers than one connection holds at once (300) all get their message: the extra ones wait their turn, none is refused', async () => {
+      const waiting = Array.from({ length: 300 }, () => q.reader().recv<number>({ timeoutMs: 60_000 }));
+      for (let i = 0; i < 300; i++) await q.send({ data: i });
+      const got = await Promise.all(waiting);
+      assert.deepEqual(got.map((m) => m!.data).sort((a, b) => a - b), Array.from({ length: 300 }, (_, i) => i));
+    });
+
     it('ack() and nack() can return false if lease already expired (another consumer may have reclaimed)', async () => {
       await q.send({ data: 'x' });
       const slow = (await q.recv({ wait: false }))!;

@@ -1,0 +1,59 @@
+import type { OpName } from '../protocol';
+import { abortError } from './abort';
+
+/** A pull the server may hold (`waitMs > 0`): the ones it counts against its waiting-pull limit. */
+export function mayBeHeld(op: OpName, args: unknown): boolean {
+  const waitMs = op === 'pull' ? (args as { waitMs?: unknown } | null)?.waitMs : undefined;
+  return typeof waitMs === 'number' && waitMs > 0;
+}
+
+/**
+ * A counted set of slots taken in call order. The connection keeps its waiting pulls within the
+ * server's per-connection limit with it: a pull past the limit waits here for one to be answered
+ * instead of being refused (`limit_exceeded`), as requests past the in-flight limit wait.
+ */
+export class Slots {
+  private used = 0;
+  private readonly queue: Array<{ go: () => void }> = [];
+
+  constructor(private readonly size: number) {}
+
+  /**
+   * Takes a slot: at once (undefined) when one is free, so the caller can send in this very turn and
+   * keep its call order; else a promise that resolves once one is held, or rejects with the signal's
+   * reason, holding none, if it aborts first.
+   */
+  acquire(signal?: AbortSignal): Promise<void> | undefined {
+    if (this.used < this.size && this.queue.length === 0) {
+      this.used++;
+      return undefined;
+    }
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    return new Promise((resolve, reject) => {
+      const entry = {
+        go: () => {
+          signal?.removeEventListener('abort', onAbort);
+          this.used++;
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        const i = this.queue.indexOf(entry);
+        if (i >= 0) this.queue.splice(i, 1);
+        reject(abortError(signal!));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(entry);
+    });
+  }
+
+  release(): void {
+    if (this.used > 0) this.used--;
+    if (this.used < this.size) this.queue.shift()?.go();
+  }
+
+  /** Slots held and callers waiting (tests). */
+  get counts(): { used: number; waiting: number } {
+    return { used: this.used, waiting: this.queue.length };
+  }
+}
