@@ -41,7 +41,11 @@ export function syncPolicy(limits: unknown, delivery: unknown): Partial<QueuePol
   for (const [what, o] of [['limits', optObject(limits, 'limits')], ['delivery', optObject(delivery, 'delivery')]] as const) {
     if (!o) continue;
     for (const [k, v] of Object.entries(o)) {
-      if (k === 'ordering') continue; // checked by checkOrdering
+      // Ordering may sit in either object too: a partitioned mode throws wherever it is asked for.
+      if (k === 'ordering') {
+        checkOrdering(v);
+        continue;
+      }
       if (!SYNC_KEYS.includes(k)) throw invalidArg(`unknown ${what} option "${k}"; expected one of ${SYNC_KEYS.join(', ')}`, { field: k });
       if (v === undefined) continue;
       // Either place is accepted; two different values would leave one quietly unused.

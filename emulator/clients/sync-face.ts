@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optObject, optSignal, options, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optSignal, options, optString, pause } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
@@ -211,8 +211,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
   const tenantId = nameArg(opts.tenantId, 'tenantId') ?? 'default';
   const prefix = nameArg(opts.prefix, 'prefix') ?? DEFAULT_PREFIX;
   const schema = schemaArg(opts.schema);
-  checkOrdering(opts.ordering);
-  checkOrdering(optObject(opts.delivery, 'delivery')?.ordering);
+  checkOrdering(opts.ordering); // in limits or delivery: checked by syncPolicy
   /**
    * This handle's settings, as the library keeps them in each handle: they govern the calls this
    * handle makes. What it was not given is left to the queue's stored policy (the engine's default).

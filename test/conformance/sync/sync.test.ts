@@ -234,6 +234,11 @@ for (const variant of variants) {
       }
       // The error names what asked for partitions, not a mode that is fine on its own.
       assert.throws(() => h.queue({ id: 'p', ordering: { mode: 'best_effort', partitions: 4 } as never }), (e: any) => e.code === 'invalid_argument' && /ordering\.partitions is not supported/.test(e.message) && !/best_effort/.test(e.message));
+      // In limits or delivery as well as at the top level.
+      for (const where of ['limits', 'delivery']) {
+        assert.throws(() => h.queue({ id: 'p', [where]: { ordering: { mode: 'ordering_key_partitioned' } } } as never), (e: any) => e.code === 'invalid_argument' && /ordering/.test(e.message), where);
+        h.queue({ id: 'p', [where]: { ordering: 'fifo' } } as never);
+      }
       // Accepted and ignored: a mode that is not partitioned, or a partition flag that is off.
       for (const ordering of ['fifo', { mode: 'fifo' }, { partitioned: false }]) h.queue({ id: 'p', ordering: ordering as never });
       // Neither a string nor { mode }: a clear error, not a setting quietly ignored.
