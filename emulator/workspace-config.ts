@@ -138,7 +138,7 @@ export async function applyWorkspacePlan(engine: Engine, plan: Planned[]): Promi
   for (const p of plan) {
     try {
       const q = await engine.getQueue({ namespace: p.namespace, queue: p.queue }, SYSTEM_ACTOR);
-      if (q.dialect !== p.dialect) throw new QuaysideError('conflict', `queue "${p.queue}" in namespace "${p.namespace}" is a ${q.dialect} queue; the config declares it as ${p.dialect}`);
+      if (q.dialect !== p.dialect) throw new QuaysideError('conflict', `queue "${p.queue}" in namespace "${p.namespace}" is ${q.dialect === 'env' ? 'an' : 'a'} ${q.dialect} queue; the config declares it as ${p.dialect}`);
       existing.set(`${p.namespace}\u0000${p.queue}`, q);
     } catch (e) {
       if (!(e instanceof QuaysideError) || e.code !== 'not_found') throw e;

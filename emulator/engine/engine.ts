@@ -348,7 +348,7 @@ export class Engine {
     const existing = this.store.queueByName(ns, name);
     if (existing) {
       if (ifNotExists && existing.dialect === args.dialect) return { info: this.info(existing, now), row: existing };
-      throw conflict(existing.dialect === args.dialect ? `queue "${name}" already exists in namespace "${ns}"` : `queue "${name}" in namespace "${ns}" is a ${existing.dialect} queue, not ${args.dialect}`);
+      throw conflict(existing.dialect === args.dialect ? `queue "${name}" already exists in namespace "${ns}"` : `queue "${name}" in namespace "${ns}" is ${existing.dialect === 'env' ? 'an' : 'a'} ${existing.dialect} queue, not ${args.dialect}`);
     }
     const row = this.store.createQueue(`q_${crypto.randomBytes(6).toString('hex')}`, ns, name, args.dialect, JSON.stringify(policy), null, now);
     this.note(row, 'queue_created', []);

@@ -287,9 +287,13 @@ describe('engine: decisions', () => {
     it('a queue of one dialect cannot be created again as another', async () => {
       t = makeEngine();
       await t.engine.createQueue({ ...ref, dialect: 'cache' });
-      assert.equal((await rejects(t.engine.createQueue({ ...ref, dialect: 'env' }))).code, 'conflict');
+      const asEnv = await rejects(t.engine.createQueue({ ...ref, dialect: 'env' }));
+      assert.equal(asEnv.code, 'conflict');
+      assert.match(asEnv.message, /is a cache queue, not env$/);
       assert.equal((await rejects(t.engine.createQueue({ ...ref, dialect: 'cache' }))).code, 'conflict');
       assert.equal((await t.engine.createQueue({ ...ref, dialect: 'cache', ifNotExists: true })).name, 'q');
+      await t.engine.createQueue({ ...ref, queue: 'e', dialect: 'env' });
+      assert.match((await rejects(t.engine.createQueue({ ...ref, queue: 'e', dialect: 'sync' }))).message, /is an env queue, not sync$/);
       assert.equal((await rejects(t.engine.createQueue({ ...ref, dialect: 'cache', policy: { leaseMs: 0 } }))).code, 'invalid_argument');
     });
 
