@@ -21,17 +21,18 @@ interface Ctx {
   query: URLSearchParams;
 }
 
-type Route = { method: string; pattern: RegExp; op: OpName; run: (c: Ctx, m: RegExpExecArray) => Promise<[number, unknown]> };
+/** `query`: the query parameters the route reads; any other is refused, as an unknown body field is. */
+type Route = { method: string; pattern: RegExp; op: OpName; query?: string[]; run: (c: Ctx, m: RegExpExecArray) => Promise<[number, unknown]> };
 
 const ROUTES: Route[] = [
   { method: 'POST', pattern: /^\/v1\/queues$/, op: 'queue.create', run: createQueue },
-  { method: 'GET', pattern: /^\/v1\/queues$/, op: 'queue.list', run: listQueues },
+  { method: 'GET', pattern: /^\/v1\/queues$/, op: 'queue.list', query: ['project', 'environment'], run: listQueues },
   { method: 'GET', pattern: /^\/v1\/queues\/([^/]+)$/, op: 'stats', run: getQueue },
   { method: 'PATCH', pattern: /^\/v1\/queues\/([^/]+)$/, op: 'queue.configure', run: patchQueue },
   { method: 'DELETE', pattern: /^\/v1\/queues\/([^/]+)$/, op: 'queue.delete', run: deleteQueue },
   { method: 'PUT', pattern: /^\/v1\/queues\/([^/]+)\/consumer$/, op: 'consumer.set', run: putConsumer },
   { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/messages$/, op: 'push', run: sendMessages },
-  { method: 'GET', pattern: /^\/v1\/queues\/([^/]+)\/messages$/, op: 'peek', run: peekMessages },
+  { method: 'GET', pattern: /^\/v1\/queues\/([^/]+)\/messages$/, op: 'peek', query: ['failed', 'limit', 'cursor'], run: peekMessages },
   { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/receive$/, op: 'pull', run: receive },
   { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/ack$/, op: 'ack', run: ackRetry },
   { method: 'POST', pattern: /^\/v1\/queues\/([^/]+)\/extend$/, op: 'extend', run: extend },
@@ -56,6 +57,10 @@ const handle: HttpRoute = async (req, res, engine) => {
     if (!route) throw new QuaysideError('invalid_argument', `${req.method} is not allowed on ${url.pathname}; use ${matching.map((r) => r.method).join(', ')}`);
     const who = resolveToken(engine, bearer(req.headers.authorization));
     authorize(who.access, route.method === 'GET' ? 'peek' : route.op, READ_OPS);
+    // A misspelt ?faild=1 would otherwise peek the live messages as if it were not there.
+    for (const k of new Set(url.searchParams.keys())) {
+      if (!route.query?.includes(k)) throw invalid(route.query ? `unknown query parameter "${k}"; expected ${route.query.join(', ')}` : `unknown query parameter "${k}"; ${route.method} ${url.pathname} takes none`);
+    }
     const body = req.method === 'GET' || req.method === 'DELETE' ? {} : await readJson(req);
     const m = route.pattern.exec(url.pathname)!;
     const [status, out] = await route.run({ engine, actor: { name: who.name, tokenId: who.tokenId, namespace: who.namespace }, access: who.access, body, query: url.searchParams }, m);
@@ -239,7 +244,8 @@ async function putConsumer(c: Ctx, m: RegExpExecArray): Promise<[number, unknown
   const extra = Object.keys(c.body).find((k) => k !== 'appId' && c.body[k] !== undefined && c.body[k] !== null);
   // A pull queue has no batch settings: one given with appId null would be dropped without a word.
   if (c.body.appId === null && extra !== undefined) throw invalid(`${extra} is a consumer app's setting; with appId null the queue becomes a pull queue and keeps none`);
-  const consumer = c.body.appId === null ? null : c.body;
+  // A batch setting given as null is not given: the consumer keeps the default.
+  const consumer = c.body.appId === null ? null : Object.fromEntries(Object.entries(c.body).filter(([, v]) => v !== null));
   return [200, envQueueView(await c.engine.setConsumer({ ...ref(q), consumer }, c.actor))];
 }
 
@@ -338,7 +344,8 @@ async function purge(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['confirm', 'failed']);
   const q = await queueById(c, m[1]);
   if (c.body.confirm !== q.name) throw invalid(`confirm must be the queue's slug ("${q.name}"); nothing was purged`);
-  if (c.body.failed !== undefined && typeof c.body.failed !== 'boolean') throw invalid('failed must be true or false');
+  // null is "not given", as for every optional field of this API (appId, maxDepth, maxBytes excepted: their null means none).
+  if (c.body.failed !== undefined && c.body.failed !== null && typeof c.body.failed !== 'boolean') throw invalid('failed must be true or false');
   const r = c.body.failed ? await c.engine.purgeDead(ref(q), c.actor) : await c.engine.purge({ ...ref(q), confirm: q.name }, c.actor);
   return [200, r];
 }

@@ -211,6 +211,11 @@ describe('conformance: env HTTP API', () => {
       ['POST', `/v1/queues/${q.id}/retry-failed`, { maximum: 5 }, 'maximum'],
       ['POST', `/v1/queues/${q.id}/purge`, { confirm: 'keys', fail: true }, 'fail'],
       ['POST', '/v1/queues', { project, environment: 'dev', slug: 'other', maxRetrys: 1 }, 'maxRetrys'],
+      // Query parameters too: a misspelt ?failed would peek the live messages.
+      ['GET', `/v1/queues/${q.id}/messages?faild=1`, undefined, 'faild'],
+      ['GET', `/v1/queues?project=${project}&environmnet=dev`, undefined, 'environmnet'],
+      ['GET', `/v1/queues/${q.id}?verbose=1`, undefined, 'verbose'],
+      ['POST', `/v1/queues/${q.id}/purge?confirm=keys`, { confirm: 'keys' }, 'confirm'],
     ];
     for (const [method, path, body, key] of cases) {
       const r = await call(method, path, body);
@@ -276,5 +281,21 @@ describe('conformance: env HTTP API', () => {
     const bad = await call('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'other', maxBatchSize: 500 });
     assert.equal(bad.status, 400);
     assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.consumer.appId, 'worker');
+    // null is "not given" here as for every optional field: the default.
+    const nulls = await call('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'worker', maxBatchSize: null, maxConcurrency: 2, visibilityMs: null });
+    assert.equal(nulls.status, 200, JSON.stringify(nulls.body));
+    assert.deepEqual(nulls.body.consumer, { appId: 'worker', maxBatchSize: 10, maxBatchTimeoutMs: 5000, maxConcurrency: 2, visibilityMs: 30_000 });
+  });
+
+  it('null for an optional field is "not given" on every route (appId, maxDepth and maxBytes excepted: their null means none)', async () => {
+    const project = fresh('p');
+    const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'nulls', maxRetries: null, maxDepth: null })).body;
+    assert.equal(q.maxRetries, 3);
+    await call('POST', `/v1/queues/${q.id}/messages`, { body: 1 });
+    assert.equal((await call('PATCH', `/v1/queues/${q.id}`, { retentionSeconds: null })).status, 200);
+    assert.deepEqual((await call('POST', `/v1/queues/${q.id}/retry-failed`, { max: null })).body, { retried: 0 });
+    const purged = await call('POST', `/v1/queues/${q.id}/purge`, { confirm: 'nulls', failed: null });
+    assert.equal(purged.status, 200, JSON.stringify(purged.body));
+    assert.deepEqual(purged.body, { purged: 1 }, 'failed: null purges the live messages, as leaving it out does');
   });
 });
