@@ -1,5 +1,6 @@
 import { QuaysideError } from '../errors';
 import { abortError } from './abort';
+import { LIMITS } from '../protocol';
 
 // Small helpers shared by the product faces (cache, env, sync): argument checks that run before
 // anything is sent (JSON cannot carry NaN or Infinity, so they must be caught here), and waits
@@ -57,6 +58,16 @@ export function optString(v: unknown, name: string): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string' || v.length === 0) throw invalidArg(`${name} must be a non-empty string, got ${show(v)}`, { field: name });
   return v;
+}
+
+/**
+ * A dedupe or ordering key under the product's own name (dedupId, idempotencyKey, orderingKey),
+ * its length checked here so that the error names that field; the engine would say dedupeKey.
+ */
+export function optKey(v: unknown, field: string): string | undefined {
+  const s = optString(v, field);
+  if (s !== undefined && s.length > LIMITS.maxKeyChars) throw invalidArg(`${field} must be at most ${LIMITS.maxKeyChars} characters, got ${s.length}`, { field });
+  return s;
 }
 
 export function optObject(v: unknown, name: string): Record<string, unknown> | undefined {

@@ -4,7 +4,7 @@ import { contentTypeProblem, type Delivery, type DeliverEvent, type PushInput, t
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optMs, optObject, optSeconds, optSignal, optString, pause, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optKey, optMs, optObject, optSeconds, optSignal, optString, pause, thrownText } from './common';
 
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
@@ -110,7 +110,7 @@ function pushInput(body: unknown, o: SendOptions | undefined, at = ''): PushInpu
   const enc = encode(body, opts.contentType, at);
   const delayMs = optSeconds(opts.delaySeconds, `${at}delaySeconds`, { max: MAX_DELAY_S });
   const attributes = optObject(opts.attributes, `${at}attributes`);
-  const dedupeKey = optString(opts.dedupId, `${at}dedupId`);
+  const dedupeKey = optKey(opts.dedupId, `${at}dedupId`);
   const input: PushInput = { body: enc.body };
   if (enc.contentType) input.contentType = enc.contentType;
   if (delayMs !== undefined) input.delayMs = delayMs;
@@ -244,8 +244,11 @@ type Settle = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; error?: strin
  * to push delivery and calls `app.queue(batch, env, ctx)` per batch. Re-attaches after the emulator
  * restarts.
  */
-export async function runConsumer<Body = unknown>(app: ConsumerApp<Body, any>, opts: RunConsumerOptions): Promise<RunningConsumer> {
-  if (!app || typeof app.queue !== 'function') throw invalidArg('runConsumer(app) needs an app with a queue(batch, env, ctx) handler');
+export async function runConsumer<Body = unknown>(appOrModule: ConsumerApp<Body, any> | { default: ConsumerApp<Body, any> }, opts: RunConsumerOptions): Promise<RunningConsumer> {
+  // The seed's app is `export default { queue }`: require() of that module hands over { default }.
+  const given = appOrModule as Partial<ConsumerApp<Body, any>> & { default?: ConsumerApp<Body, any> } | null | undefined;
+  const app = given && typeof given.queue !== 'function' && given.default ? given.default : (given as ConsumerApp<Body, any>);
+  if (!app || typeof app.queue !== 'function') throw invalidArg('runConsumer(app) needs an app with a queue(batch, env, ctx) handler (or a module whose default export is one)');
   if (!opts || typeof opts !== 'object') throw invalidArg('runConsumer needs { project, environment, queue }');
   // Before anything is set: a misspelt setting would otherwise leave the queue on its default.
   onlyKeys(opts as unknown as Record<string, unknown>, CONSUMER_KEYS, 'runConsumer', EMULATOR_HANDLE_KEYS);

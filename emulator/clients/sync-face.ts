@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optMs, optSignal, options, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
@@ -143,13 +143,6 @@ function nameArg(v: unknown, field: string): string | undefined {
   const s = optString(v, field);
   const problem = s === undefined ? null : nameProblem(s);
   if (problem) throw invalidArg(`${field} ${problem}`, { field });
-  return s;
-}
-
-/** An idempotencyKey or orderingKey, checked here so that the error names it (the engine says dedupeKey). */
-function keyArg(v: unknown, field: string): string | undefined {
-  const s = optString(v, field);
-  if (s !== undefined && s.length > LIMITS.maxKeyChars) throw invalidArg(`${field} must be at most ${LIMITS.maxKeyChars} characters, got ${s.length}`, { field });
   return s;
 }
 
@@ -481,8 +474,8 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       }
       const delayMs = optMs(o.delayMs, 'delayMs');
       const dedupeTtlMs = optMs(o.idempotencyTtlMs, 'idempotencyTtlMs', { min: 1, max: 365 * DAY }) ?? own.dedupeTtlMs;
-      const dedupeKey = keyArg(o.idempotencyKey, 'idempotencyKey');
-      const orderingKey = keyArg(o.orderingKey, 'orderingKey');
+      const dedupeKey = optKey(o.idempotencyKey, 'idempotencyKey');
+      const orderingKey = optKey(o.orderingKey, 'orderingKey');
       const s = site(o.tenantId);
       const limit = own.maxPayloadBytes;
       if (limit !== undefined) {

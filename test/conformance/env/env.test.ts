@@ -179,6 +179,28 @@ describe('conformance: env (seeds/001)', function () {
       await until(async () => (await api('GET', `/v1/queues/${q.id}`)).body.counts.depth === 0, 'acked');
     });
 
+    it('runConsumer takes the app module as require() hands over an `export default { queue }` ({ default: app }); anything else is invalid_argument', async () => {
+      await createQueue('module');
+      await env.queue.send('module', 'm');
+      const seen: unknown[] = [];
+      const app = { async queue(b: MessageBatch) { for (const m of b.messages) seen.push(m.body); } };
+      await consume({ default: app } as never, 'module', { maxBatchSize: 1 });
+      await until(() => seen.length === 1, 'the default export was called');
+      assert.deepEqual(seen, ['m']);
+      for (const bad of [{}, { default: {} }, { queue: 5 }, null]) {
+        assert.equal((await rejects(runConsumer(bad as never, { url: emu.url, token: emu.token, project, environment, queue: 'module' }))).code, 'invalid_argument', JSON.stringify(bad));
+      }
+    });
+
+    it('dedupId is checked under its own name: one over 512 characters is refused naming dedupId', async () => {
+      await createQueue('dedup-name');
+      const e = await rejects(env.queue.send('dedup-name', 1, { dedupId: 'd'.repeat(513) }));
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /^dedupId must be at most 512 characters/);
+      const b = await rejects(env.queue.sendBatch('dedup-name', [{ body: 1 }, { body: 2, dedupId: 'd'.repeat(513) }]));
+      assert.match(b.message, /dedupId must be at most 512 characters/);
+    });
+
     it('only the app set as the queue\'s consumer is called: one replaced (by the console or another runConsumer) gets no more batches', async () => {
       const q = await createQueue('switch');
       const seen: Record<string, unknown[]> = { first: [], second: [] };
