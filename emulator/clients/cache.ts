@@ -3,7 +3,7 @@ import type { Delivery, LagStep, MessageView } from '../protocol';
 import { emptyLagHistory } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, invalidArg, isAbort, isCode, jsonValue, onlyKeys, options, optCount, optMs, optObject, optSeconds, optSignal, optString, pause, throwIfAborted, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, callOnError, invalidArg, isAbort, isCode, jsonValue, onlyKeys, options, optCount, optFunction, optMs, optObject, optSeconds, optSignal, optString, pause, throwIfAborted, thrownText } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -336,6 +336,7 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
       // A held pull answers the moment a message comes, so a shorter hold than this would only spin.
       const holdMs = Math.max(idleMs, MIN_HOLD_MS);
       const signal = optSignal(o.signal);
+      const onError = optFunction<NonNullable<ConsumeOptions['onError']>>(o.onError, 'onError');
       // close() on the cache ends the loop (after the batch in hand), as aborting the signal does.
       const epoch = closes();
       let backoff = 50;
@@ -376,11 +377,7 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
               await handler(msg);
             } catch (e) {
               failure = { error: e };
-              try {
-                o.onError?.(e, msg as CacheMessage);
-              } catch {
-                // an onError that throws must not stop the loop
-              }
+              if (onError) callOnError(onError, e, msg as CacheMessage);
             }
             const reached = await settle(() =>
               failure ? settleHere('nack', msg.receipt, thrownText(failure.error), over) : settleHere('ack', msg.receipt, undefined, over),

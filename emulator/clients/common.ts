@@ -70,6 +70,27 @@ export function optKey(v: unknown, field: string): string | undefined {
   return s;
 }
 
+export function optFunction<F extends (...args: never[]) => unknown>(v: unknown, name: string): F | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'function') throw invalidArg(`${name} must be a function, got ${show(v)}`, { field: name });
+  return v as F;
+}
+
+/**
+ * Calls an app's error callback (a consume loop's onError) so that it cannot end the loop: what it
+ * throws, or the promise it returns rejects with, is logged, not thrown (an unhandled rejection
+ * would end a Node process).
+ */
+export function callOnError<A extends unknown[]>(fn: (...args: A) => unknown, ...args: A): void {
+  const failed = (e: unknown) => console.error('[quayside] onError failed:', e);
+  try {
+    const r = fn(...args) as { then?: unknown } | undefined;
+    if (r && typeof r.then === 'function') (r as Promise<unknown>).then(undefined, failed);
+  } catch (e) {
+    failed(e);
+  }
+}
+
 export function optObject(v: unknown, name: string): Record<string, unknown> | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'object' || Array.isArray(v)) throw invalidArg(`${name} must be an object`, { field: name });

@@ -4,7 +4,7 @@ import { contentTypeProblem, type Delivery, type DeliverEvent, type PushInput, t
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optKey, optMs, optObject, optSeconds, optSignal, optString, pause, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optFunction, optKey, optMs, optObject, optSeconds, optSignal, optString, pause, thrownText } from './common';
 
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
@@ -271,7 +271,9 @@ export async function runConsumer<Body = unknown>(appOrModule: ConsumerApp<Body,
   // Only env queues: one of another dialect under this slug is not_found, as over the HTTP API.
   const ref = { namespace, queue: slug, dialect: 'env' as const };
   const env: ConsumerEnv = { ...(opts.env ?? {}), queue: envQueueOver(() => transport, namespace) };
-  const onError = opts.onError ?? ((e: unknown) => console.error(`[quayside] consumer ${appId} on ${slug}: handler threw:`, e));
+  const appOnError = optFunction<NonNullable<RunConsumerOptions['onError']>>(opts.onError, 'onError') ?? ((e: unknown) => console.error(`[quayside] consumer ${appId} on ${slug}: handler threw:`, e));
+  // Whatever the app's onError throws or rejects with must not stop delivery.
+  const onError = (e: unknown, batch: MessageBatch) => callOnError(appOnError, e, batch);
 
   let consumerId: string | null = null;
   let attaching = true;

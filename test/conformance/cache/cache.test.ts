@@ -418,6 +418,48 @@ describe('conformance: cache (seeds/000)', function () {
       assert.deepEqual([left.body, left.attempts], [{ ok: false }, 3]);
     });
 
+    it('onError hears a handler\'s throw; one that throws or rejects itself neither ends the loop nor leaves an unhandled rejection; one that is not a function is refused', async () => {
+      const q = cache.queue('on-error');
+      assert.equal((await rejects(q.consume(handle, { onError: 5 as never }))).code, 'invalid_argument');
+      await q.push('a');
+      await q.push('b');
+      const unhandled: unknown[] = [];
+      const logged: unknown[][] = [];
+      const onUnhandled = (e: unknown) => unhandled.push(e);
+      const log = console.error;
+      process.on('unhandledRejection', onUnhandled);
+      console.error = (...a: unknown[]) => void logged.push(a);
+      try {
+        const ac = new AbortController();
+        const heard: unknown[] = [];
+        let n = 0;
+        await q.consume(
+          async (m) => {
+            if (++n === 2) ac.abort();
+            throw new Error(`fail ${String(m.body)}`);
+          },
+          {
+            signal: ac.signal,
+            onError: (e, m) => {
+              heard.push([(e as Error).message, m.body]);
+              // The first time a rejected promise, the second a plain throw.
+              if (heard.length === 1) return Promise.reject(new Error('onError rejected'));
+              throw new Error('onError threw');
+            },
+          },
+        );
+        await new Promise((r) => setImmediate(r));
+        assert.deepEqual(heard, [['fail a', 'a'], ['fail b', 'b']], 'the loop went on past the failing onError');
+        assert.deepEqual(unhandled, []);
+        assert.deepEqual(logged.map((a) => (a[1] as Error).message).sort(), ['onError rejected', 'onError threw']);
+        const s = await q.stats();
+        assert.deepEqual([s.depth, s.inFlight], [2, 0], 'both were nacked back');
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+        console.error = log;
+      }
+    });
+
     it('consume() loops until the signal aborts', async () => {
       const q = cache.queue('loop');
       const ac = new AbortController();

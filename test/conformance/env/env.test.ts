@@ -192,6 +192,36 @@ describe('conformance: env (seeds/001)', function () {
       }
     });
 
+    it('runConsumer: an onError that is not a function is refused; one that rejects is logged, not an unhandled rejection, and delivery goes on', async () => {
+      await createQueue('on-error');
+      assert.equal((await rejects(runConsumer({ async queue() {} }, { url: emu.url, token: emu.token, project, environment, queue: 'on-error', onError: 'log' as never }))).code, 'invalid_argument');
+      const unhandled: unknown[] = [];
+      const logged: unknown[][] = [];
+      const onUnhandled = (e: unknown) => unhandled.push(e);
+      const log = console.error;
+      process.on('unhandledRejection', onUnhandled);
+      console.error = (...a: unknown[]) => void logged.push(a);
+      try {
+        const handled: unknown[] = [];
+        const c = await consume({ async queue(b: MessageBatch) { for (const m of b.messages) handled.push(m.body); throw new Error('handler'); } }, 'on-error', {
+          maxBatchSize: 1,
+          maxBatchTimeoutMs: 0,
+          onError: async () => { throw new Error('onError rejected'); },
+        });
+        await env.queue.send('on-error', 1);
+        await until(() => handled.length >= 1 && logged.length >= 1, 'the batch failed and onError\'s rejection was logged');
+        await env.queue.send('on-error', 2);
+        await until(() => handled.includes(2), 'delivery went on');
+        await c.stop();
+        await new Promise((r) => setImmediate(r));
+        assert.deepEqual(unhandled, []);
+        assert.equal((logged[0][1] as Error).message, 'onError rejected');
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+        console.error = log;
+      }
+    });
+
     it('dedupId is checked under its own name: one over 512 characters is refused naming dedupId', async () => {
       await createQueue('dedup-name');
       const e = await rejects(env.queue.send('dedup-name', 1, { dedupId: 'd'.repeat(513) }));
