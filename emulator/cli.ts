@@ -446,8 +446,9 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'advance': {
         const text = need(args, 1, 'milliseconds');
-        const ms = /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
-        if (!Number.isFinite(ms)) throw new UsageError(`MS must be a number of milliseconds ≥ 0 (digits, such as 30000), got "${text.slice(0, 60)}"`);
+        // Whole milliseconds in plain digits, as every number the CLI takes (1.5 would move 2 ms).
+        const ms = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+        if (!Number.isFinite(ms)) throw new UsageError(`MS must be a whole number of milliseconds ≥ 0 (digits, such as 30000), got "${text.slice(0, 60)}"`);
         const r = await conn.request('clock.advance', { ms });
         out(r, `clock now ${when(r.now)}`);
         break;

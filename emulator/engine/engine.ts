@@ -463,7 +463,9 @@ export class Engine {
 
   /** All or nothing: every item is checked before anything is written. */
   private pushNow(ref: Ref & { create?: unknown; dialect?: unknown }, items: PushInput[], actor: Actor): PushResult[] {
-    const { create } = ref;
+    // Checked whether or not the queue exists: a bad create is a bad request either way.
+    if (ref.create !== undefined && ref.create !== null && !isDialect(ref.create)) throw invalid(`create must be one of cache, env, sync; got ${v.describe(ref.create)}`);
+    const create = ref.create ?? undefined;
     const want = dialectArg(ref.dialect);
     // Creating a queue of one dialect while seeing only another's could never succeed.
     if (want !== undefined && create !== undefined && create !== want) throw invalid(`create (${v.describe(create)}) and dialect ("${want}") must name the same dialect`);

@@ -284,6 +284,22 @@ describe('engine: decisions', () => {
       assert.equal((await rejects(t.engine.pull({ ...ref, waitUntil: -1 }))).code, 'invalid_argument');
     });
 
+    it('push and push.batch refuse a create that names no dialect, whether or not the queue exists, and enqueue nothing', async () => {
+      t = makeEngine();
+      for (const exists of [false, true]) {
+        if (exists) await t.engine.createQueue({ ...ref, dialect: 'cache' });
+        for (const create of ['sqs', 5, true, {}]) {
+          const e = await rejects(t.engine.push({ ...ref, body: 1, create } as never));
+          assert.equal(e.code, 'invalid_argument', `${exists} ${JSON.stringify(create)}`);
+          assert.match(e.message, /^create must be one of cache, env, sync/);
+          assert.equal((await rejects(t.engine.pushBatch({ ...ref, messages: [{ body: 1 }], create } as never))).code, 'invalid_argument');
+        }
+      }
+      assert.equal((await t.engine.stats(ref)).counts.ready, 0, 'nothing was enqueued');
+      await t.engine.push({ ...ref, body: 1, create: null } as never);
+      assert.equal((await t.engine.stats(ref)).counts.ready, 1, 'create: null is not given');
+    });
+
     it('a queue of one dialect cannot be created again as another', async () => {
       t = makeEngine();
       await t.engine.createQueue({ ...ref, dialect: 'cache' });

@@ -122,9 +122,11 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     }
     assert.equal((await emu.engine.peek({ namespace: 'cli', queue: 'ranges' })).total, 1, 'nothing was pushed');
     const before = emu.clock.now();
-    const e = await fails(run(tsx, [cli, 'advance', '1e3', '--url', emu.url, '--token', emu.token, '--json']));
-    assert.equal(e?.code, 64);
-    assert.match(JSON.parse(e!.stderr).error.message, /MS must be a number of milliseconds ≥ 0/);
+    for (const ms of ['1e3', '1.5', '0.4', '-1']) {
+      const e = await fails(run(tsx, [cli, 'advance', ms, '--url', emu.url, '--token', emu.token, '--json']));
+      assert.equal(e?.code, 64, ms);
+      assert.match(JSON.parse(e!.stderr).error.message, /MS must be a whole number of milliseconds ≥ 0/);
+    }
     assert.equal(emu.clock.now(), before, 'the clock did not move');
   });
 
