@@ -852,11 +852,14 @@ describe('conformance: cache (seeds/000)', function () {
       const ids = (await q.deadLetters()).messages.map((m) => m.id);
       await q.replay({ ids: [ids[0]] });
       await q.purgeDead();
+      // One that names no message is a replay all the same: recorded with count 0.
+      assert.deepEqual(await q.replay({ ids: [] }), { replayed: 0 });
+      assert.deepEqual(await q.purgeDead({ ids: [] }), { purged: 0 });
       const c = admin(emu);
       try {
         const { entries } = await c.request('audit.list', { namespace: cache.namespace, queue: 'audit' });
         const mine = entries.map((e) => [e.action, e.count, e.token]).sort();
-        assert.deepEqual(mine, [['purge_dead', 2, 'admin'], ['replay', 1, 'admin']]);
+        assert.deepEqual(mine, [['purge_dead', 0, 'admin'], ['purge_dead', 2, 'admin'], ['replay', 0, 'admin'], ['replay', 1, 'admin']]);
       } finally {
         await c.close();
       }
