@@ -357,9 +357,12 @@ export class Engine {
 
   configureQueue(args: Ref & { policy: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<QueueInfo> {
     return this.op(() => {
+      // Checked before the queue is looked up: a configure without a policy is a bad request.
+      if (args.policy === undefined || args.policy === null) throw invalid('policy is required: the settings to change, such as { leaseMs: 60000 }');
+      const changes = v.obj(args.policy, 'policy');
       const q = this.queueRow(args, actor);
       const before = this.policyOf(q);
-      const policy = mergePolicy(before, v.obj(args.policy, 'policy'));
+      const policy = mergePolicy(before, changes);
       this.store.setPolicy(q.id, JSON.stringify(policy));
       this.policies.delete(q.id);
       // Age limits are the queue's current settings, for the messages already in it too; what a
@@ -586,9 +589,11 @@ export class Engine {
   // ------------------------------------------------------------------ lease and settle
 
   /** `leaseMs` in the answer: the lease its messages got (the one asked for, else the queue's default). */
-  pull(args: Ref & { max?: unknown; leaseMs?: unknown; waitMs?: unknown; waitUntil?: unknown }, actor: Actor = SYSTEM_ACTOR, signal?: AbortSignal): Promise<{ messages: Delivery[]; leaseMs: number }> {
+  pull(args: Ref & { max?: unknown; leaseMs?: unknown; waitMs?: unknown; waitUntil?: unknown; consumerId?: unknown }, actor: Actor = SYSTEM_ACTOR, signal?: AbortSignal): Promise<{ messages: Delivery[]; leaseMs: number }> {
     return new Promise((resolve, reject) => {
       this.op(() => {
+        // Not used, but a bad one is still a bad request.
+        v.optStr(args.consumerId, 'consumerId', 1000);
         const q = this.queueRow(args, actor);
         const s = this.settings(q);
         if (s.consumer) throw conflict(`queue "${q.name}" has a consumer app (${s.consumer.appId}); it delivers by push and refuses pulls`);

@@ -27,7 +27,7 @@ const opt = (v: unknown) => (v === undefined || v === null ? undefined : v);
 
 /** An id the server handed out (subscription, consumer): a string, or the request is invalid. */
 function idArg(v: unknown, name: string): string {
-  if (typeof v !== 'string') throw invalid(`${name} must be a string`);
+  if (typeof v !== 'string' || v === '') throw invalid(`${name} must be a non-empty string`);
   return v;
 }
 
@@ -114,7 +114,7 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     return { now: await e.advance(a.ms) };
   },
   cancel: async (_e, s, a) => {
-    if (typeof a.request !== 'number' && typeof a.request !== 'string') throw invalid(`request must be the id (a number or string) of a held request, got ${v.describe(a.request)}`);
+    if (!isFrameId(a.request)) throw invalid(`request must be the id of a held request (a safe integer or a string of 1 to 64 characters), got ${v.describe(a.request)}`);
     const ac = s.held.get(a.request);
     if (!ac) return { ok: false };
     ac.abort();
@@ -135,6 +135,11 @@ function wireError(e: unknown): WireError {
   return { code: 'internal', message: `internal error: ${(e as Error)?.message ?? String(e)}` };
 }
 
+/** What a frame's id may be; `cancel` names a request by it, so it takes the same. */
+function isFrameId(id: unknown): id is number | string {
+  return (typeof id === 'number' && Number.isSafeInteger(id)) || (typeof id === 'string' && id.length > 0 && id.length <= 64);
+}
+
 /** Checks one decoded frame and runs it. Never throws: every failure is an error frame. */
 export async function dispatch(engine: Engine, s: Session, frame: unknown): Promise<ResponseFrame> {
   if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) {
@@ -142,7 +147,7 @@ export async function dispatch(engine: Engine, s: Session, frame: unknown): Prom
   }
   const f = frame as Record<string, unknown>;
   const id = f.id;
-  if ((typeof id !== 'number' || !Number.isSafeInteger(id)) && (typeof id !== 'string' || id.length === 0 || id.length > 64)) {
+  if (!isFrameId(id)) {
     return { id: null, ok: false, error: { code: 'invalid_argument', message: 'id must be a safe integer or a string of 1 to 64 characters' } };
   }
   try {

@@ -27,7 +27,7 @@ const WRITES: { op: string; args: Record<string, unknown>; breaks: Record<string
     namespace: badName, queue: badName,
     messages: [DEL, null, 'x', 5, {}, [], [1], [null], [{ body: 1 }, { nobody: 1 }], [{ body: 1 }, { body: 2, delayMs: -1 }], Array.from({ length: 1001 }, () => ({ body: 1 }))] } },
   { op: 'pull', args: { namespace: 'fz', queue: 'q', max: 1 }, breaks: {
-    namespace: badName, queue: badName, max: [0, 1001, ...badInt], leaseMs: [0, ...badInt], waitMs: [LIMITS.maxWaitMs + 1, ...badInt] } },
+    namespace: badName, queue: badName, max: [0, 1001, ...badInt], leaseMs: [0, ...badInt], waitMs: [LIMITS.maxWaitMs + 1, ...badInt], consumerId: [5, {}, [], '', 'x'.repeat(1001)] } },
   { op: 'ack', args: { receipt: 'r_1_1' }, breaks: { receipt: badReceipt } },
   { op: 'ack.batch', args: { receipts: ['r_1_1'] }, breaks: { receipts: [DEL, null, 'x', 5, {}, [5], [''], ['r_1_1', 7], Array.from({ length: 1001 }, () => 'r_1_1')] } },
   { op: 'nack', args: { receipt: 'r_1_1' }, breaks: { receipt: badReceipt, delayMs: badInt, reason: badStr.filter((x) => typeof x !== 'string' || x === ''), error: [5, {}, [], true], dead: ['yes', 1, {}] } },
@@ -40,17 +40,17 @@ const WRITES: { op: string; args: Record<string, unknown>; breaks: Record<string
     policy: [5, 'x', [], { leaseMs: -1 }, { leaseMs: 'x' }, { leaseMs: { toString: 1 } }, { maxDepth: { toString: 1 } }, { maxDeliveries: 0 }, { bogus: 1 }, { reasons: 5 }, { reasons: { nack: 5 } }, { onMaxAge: 'keep' }],
     ifNotExists: ['yes', 1] } },
   { op: 'queue.configure', args: { namespace: 'fz', queue: 'q', policy: { leaseMs: 1000 } }, breaks: {
-    namespace: badName, queue: badName, policy: [5, 'x', [], { leaseMs: 0 }, { maxBytes: 'big' }, { maxPayloadBytes: 1e308 }, { recordNackReason: 'yes' }] } },
+    namespace: badName, queue: badName, policy: [DEL, null, 5, 'x', [], { leaseMs: 0 }, { maxBytes: 'big' }, { maxPayloadBytes: 1e308 }, { recordNackReason: 'yes' }] } },
   { op: 'queue.delete', args: { namespace: 'fz', queue: 'q' }, breaks: { namespace: badName, queue: badName } },
   { op: 'namespace.configure', args: { namespace: 'fz', dailyQuota: 10 }, breaks: { namespace: badName, dailyQuota: [DEL, 1e13, ...badInt] } },
   { op: 'token.create', args: { access: 'read' }, breaks: { access: [DEL, null, 'admin', 'READ', 5, {}], namespace: [5, '', 'x'.repeat(201), {}], name: [5, {}, { toString: 1 }, 'x'.repeat(201)] } },
   { op: 'clock.advance', args: { ms: 10 }, breaks: { ms: [DEL, null, -1, 'x', {}, [], 1e308, Number.MAX_VALUE, 9e15] } },
   { op: 'consumer.set', args: { namespace: 'fz', queue: 'envq', consumer: { appId: 'a' } }, breaks: {
     namespace: badName, queue: badName, consumer: [5, 'x', [], { appId: 5 }, { appId: '' }, { appId: 'a', maxBatchSize: 0 }, { appId: 'a', maxBatchSize: { toString: 1 } }, { appId: 'a', bogus: 1 }, { appId: 'a', constructor: 5 }, { appId: 'a', toString: 1 }, { appId: 'a', hasOwnProperty: 1 }] } },
-  { op: 'unsubscribe', args: { subscription: 's_1' }, breaks: { subscription: [DEL, 5, {}, { toString: 1 }, []] } },
+  { op: 'unsubscribe', args: { subscription: 's_1' }, breaks: { subscription: [DEL, 5, {}, { toString: 1 }, [], ''] } },
   { op: 'consumer.done', args: { consumer: 'c_1', batch: 'b' }, breaks: { consumer: [DEL, 5, {}, { toString: 1 }] } },
   { op: 'subscribe', args: {}, breaks: { namespace: [5, {}, [], '', 'a\u0000b', 'x'.repeat(201)], queue: ['q', 5] } },
-  { op: 'cancel', args: { request: 1 }, breaks: { request: [DEL, null, {}, [], true] } },
+  { op: 'cancel', args: { request: 1 }, breaks: { request: [DEL, null, {}, [], true, 1.5, '', 'x'.repeat(65), 2 ** 53] } },
 ];
 
 const brokenWrite = fc
