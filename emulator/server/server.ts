@@ -273,10 +273,12 @@ export class QuaysideServer {
     try {
       if (!hostAllowed(req.headers.host, this.host)) return json(res, 403, { error: { code: 'forbidden', message: 'unexpected Host header' } });
       const url = new URL(req.url ?? '/', 'http://localhost');
-      if (req.method === 'GET' && url.pathname === '/healthz') {
+      // HEAD as GET (a probe's check); Node sends the headers and leaves out the body.
+      const read = req.method === 'GET' || req.method === 'HEAD';
+      if (read && url.pathname === '/healthz') {
         return json(res, 200, { ok: true, clock: this.engine.clock.mode, now: this.engine.now(), connections: this.sessions.size });
       }
-      if (req.method === 'GET' && url.pathname === '/metrics') {
+      if (read && url.pathname === '/metrics') {
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
         res.end(await metricsText(this.engine));
         return;

@@ -328,6 +328,12 @@ describe('server: the WebSocket protocol', () => {
     assert.match(text, /# TYPE quayside_queue_depth gauge/);
     assert.match(text, /quayside_queue_depth\{namespace="p",queue="jobs",dialect="cache"\} 1/);
     assert.match(text, /quayside_queue_oldest_ready_age_seconds\{/);
+    // HEAD answers as GET does, without the body (a load balancer's or a script's probe).
+    for (const path of ['/healthz', '/metrics']) {
+      const head = await fetch(`${emu.httpUrl}${path}`, { method: 'HEAD' });
+      assert.equal(head.status, 200, path);
+      assert.equal(await head.text(), '');
+    }
   });
 
   it('/metrics also has the 24-hour history: 48 half-hour steps per queue, each a series labelled with its start', async () => {
