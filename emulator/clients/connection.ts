@@ -289,6 +289,8 @@ export class Connection implements Transport {
   }
 
   private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions): Promise<OpResult<K>> {
+    // Aborted while it waited for a slot or a connection: send() would add a listener too late.
+    if (opts.signal?.aborted) throw abortError(opts.signal);
     // The socket may be closing (the emulator went away) before its close event has arrived:
     // treat it as lost now, so this request reconnects instead of failing.
     const ws = this.ws;
@@ -296,7 +298,10 @@ export class Connection implements Transport {
       this.onClose(ws);
       ws.terminate();
     }
-    if (this.state !== 'open') await this.openWithin(this.connectTimeoutMs, opts.signal);
+    if (this.state !== 'open') {
+      await this.openWithin(this.connectTimeoutMs, opts.signal);
+      if (opts.signal?.aborted) throw abortError(opts.signal);
+    }
     return (await this.send(op, args, opts.signal)) as OpResult<K>;
   }
 

@@ -51,7 +51,8 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     try {
       return await e.pull(a as never, s.actor!, ac.signal);
     } finally {
-      s.held.delete(id);
+      // A cancel took it out already; a later pull may reuse the id.
+      if (s.held.get(id) === ac) s.held.delete(id);
     }
   },
   ack: (e, s, a) => e.ack(a as never, s.actor!),
@@ -117,6 +118,9 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     if (!isFrameId(a.request)) throw invalid(`request must be the id of a held request (a safe integer or a string of 1 to 64 characters), got ${v.describe(a.request)}`);
     const ac = s.held.get(a.request);
     if (!ac) return { ok: false };
+    // Its place is free now, not a few turns later when the pull unwinds: the client sends the next
+    // waiting pull the moment its cancel goes, and that one must not find the limit still reached.
+    s.held.delete(a.request);
     ac.abort();
     return { ok: true };
   },

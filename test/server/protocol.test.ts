@@ -113,21 +113,30 @@ describe('server: the WebSocket protocol', () => {
     assert.equal((await c.request('pull', ref)).messages.length, 1);
   });
 
-  it('waiting pulls past the server\'s limit wait in the client for their turn instead of being refused; one aborted while it waits is dropped', async () => {
+  it('waiting pulls past the server\'s limit wait in the client for their turn instead of being refused; an abort, of one sent or one waiting, frees or gives up its place', async () => {
     await c.request('queue.create', { ...ref, dialect: 'cache' });
     const n = LIMITS.maxWaitingPullsPerConnection + 44;
-    const pulls = Array.from({ length: n }, () => c.request('pull', { ...ref, max: 1, waitMs: 60_000 }));
-    const ac = new AbortController();
-    const dropped = c.request('pull', { ...ref, max: 1, waitMs: 60_000 }, { signal: ac.signal });
-    ac.abort();
-    await assert.rejects(dropped, /abort/i);
+    const pull = (signal?: AbortSignal) => c.request('pull', { ...ref, max: 1, waitMs: 60_000 }, { signal });
+    // One among the first 256 (sent, held by the server) and one past them (waiting in the client).
+    const sent = new AbortController();
+    const aborted = [pull(sent.signal)];
+    const pulls = Array.from({ length: n }, () => pull());
+    const waiting = new AbortController();
+    aborted.push(pull(waiting.signal));
+    waiting.abort();
+    // Let the server hold its 256 before the sent one is cancelled: the next in line takes its place
+    // at once, and must not find the limit still reached.
+    await c.request('clock.now', {});
+    sent.abort();
+    for (const p of aborted) await assert.rejects(p, /abort/i);
     const other = new Connection({ url: emu.url, token: emu.token });
     try {
-      await other.request('push.batch', { ...ref, messages: Array.from({ length: n }, (_, i) => ({ body: i })) });
+      await other.request('push.batch', { ...ref, messages: Array.from({ length: n + 1 }, (_, i) => ({ body: i })) });
       const got = await Promise.all(pulls);
       assert.ok(got.every((r) => r.messages.length === 1), 'every pull got one message; none was refused limit_exceeded');
       assert.equal(new Set(got.map((r) => r.messages[0].id)).size, n);
-      assert.equal((await other.request('stats', ref)).counts.ready, 0, 'the aborted pull leased nothing');
+      const { counts } = await other.request('stats', ref);
+      assert.deepEqual([counts.ready, counts.leased], [1, n], 'the aborted pulls leased nothing');
     } finally {
       await other.close();
     }
