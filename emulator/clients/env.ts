@@ -265,13 +265,14 @@ export async function runConsumer<Body = unknown>(appOrModule: ConsumerApp<Body,
   const visibilityMs = optMs(opts.visibilityMs, 'visibilityMs', { min: 1, max: 12 * 3600 * 1000 });
   if (visibilityMs !== undefined) settings.visibilityMs = visibilityMs;
   const signal = optSignal(opts.signal);
+  const givenOnError = optFunction<NonNullable<RunConsumerOptions['onError']>>(opts.onError, 'onError');
 
   const owned = !opts.transport;
   const transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: `quayside-env-consumer:${appId}` });
   // Only env queues: one of another dialect under this slug is not_found, as over the HTTP API.
   const ref = { namespace, queue: slug, dialect: 'env' as const };
   const env: ConsumerEnv = { ...(opts.env ?? {}), queue: envQueueOver(() => transport, namespace) };
-  const appOnError = optFunction<NonNullable<RunConsumerOptions['onError']>>(opts.onError, 'onError') ?? ((e: unknown) => console.error(`[quayside] consumer ${appId} on ${slug}: handler threw:`, e));
+  const appOnError = givenOnError ?? ((e: unknown) => console.error(`[quayside] consumer ${appId} on ${slug}: handler threw:`, e));
   // Whatever the app's onError throws or rejects with must not stop delivery.
   const onError = (e: unknown, batch: MessageBatch) => callOnError(appOnError, e, batch);
 

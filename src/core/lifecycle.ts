@@ -368,6 +368,8 @@ export class Lifecycle {
     this.timer = this.setTimer(() => {
       this.timer = undefined;
       if (gen !== this.gen || this._state !== 'crashed') return;
+      // Turned off while this restart waited: it does not run either.
+      if (this.maxRestartsOf() === 0) return this.giveUp('automatic restarts are off');
       void this.begin(this.restarts);
     }, delay);
     this.set('crashed');

@@ -217,6 +217,13 @@ describe('extension: emulator service (fake launches)', () => {
       instances[2].exit(1);
       s = await waitFor(svc, (s) => s.state === 'crashed');
       assert.ok(s.restartAt, 'on again: a restart is scheduled');
+      // Turned off while that restart waits: when its time comes it does not run.
+      restartOnCrash = false;
+      timers.shift()!();
+      s = svc.snapshot();
+      assert.deepEqual([s.state, s.restartAt], ['crashed', undefined]);
+      assert.match(s.error!.message, /automatic restarts are off/);
+      assert.equal(instances.length, 3, 'no fourth launch');
     } finally {
       await svc.dispose();
     }
