@@ -47,6 +47,25 @@ export class Slots {
     });
   }
 
+  /**
+   * Runs `fn` holding a slot, released when its promise settles. With a slot free, `fn` runs in this
+   * very turn (so a request keeps its place among the calls made around it).
+   */
+  run<T>(signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+    const go = (): Promise<T> => {
+      let p: Promise<T>;
+      try {
+        p = fn();
+      } catch (e) {
+        this.release();
+        return Promise.reject(e);
+      }
+      return p.finally(() => this.release());
+    };
+    const queued = this.acquire(signal);
+    return queued ? queued.then(go) : go();
+  }
+
   release(): void {
     if (this.used > 0) this.used--;
     if (this.used < this.size) this.queue.shift()?.go();

@@ -49,15 +49,8 @@ export class LocalTransport implements Transport {
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
     if (opts.signal?.aborted) throw abortError(opts.signal);
     if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts);
-    // As over a connection: the session holds at most so many pulls; the rest wait their turn here.
-    // Taken in this turn when a slot is free: the pull is sent in call order with the calls around it.
-    const queued = this.waitingPulls.acquire(opts.signal);
-    if (queued) await queued;
-    try {
-      return await this.requestNow(op, args, opts);
-    } finally {
-      this.waitingPulls.release();
-    }
+    // Past the waiting pulls the server holds for one connection, a pull waits here for its turn.
+    return this.waitingPulls.run(opts.signal, () => this.requestNow(op, args, opts));
   }
 
   private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions): Promise<OpResult<K>> {

@@ -63,3 +63,21 @@ export async function readOnlyToken(emu: Emulator, namespace?: string): Promise<
 export function bodyOfBytes(n: number): string {
   return 'x'.repeat(n - 2);
 }
+
+/**
+ * Runs `fn` while collecting unhandled rejections and console.error lines (an app callback's failure
+ * is logged there), instead of letting them end the run or fill its output.
+ */
+export async function watchingFailures<T>(fn: (seen: { unhandled: unknown[]; logged: unknown[][] }) => Promise<T>): Promise<T> {
+  const seen = { unhandled: [] as unknown[], logged: [] as unknown[][] };
+  const onUnhandled = (e: unknown) => void seen.unhandled.push(e);
+  const log = console.error;
+  process.on('unhandledRejection', onUnhandled);
+  console.error = (...a: unknown[]) => void seen.logged.push(a);
+  try {
+    return await fn(seen);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+    console.error = log;
+  }
+}

@@ -7,7 +7,7 @@ import { QuaysideError } from '../../../emulator/errors';
 import { startEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
 import type { Transport } from '../../../emulator/clients/transport';
-import { DAY, HOUR, SECOND, START, admin, bodyOfBytes, fresh, readOnlyToken, rejects, startTestEmulator, until } from '../support';
+import { DAY, HOUR, SECOND, START, admin, bodyOfBytes, fresh, readOnlyToken, rejects, startTestEmulator, until, watchingFailures } from '../support';
 
 // One test per statement of seeds/000 (the cache product), named after it. Time moves only by the
 // emulator's virtual clock.
@@ -423,13 +423,7 @@ describe('conformance: cache (seeds/000)', function () {
       assert.equal((await rejects(q.consume(handle, { onError: 5 as never }))).code, 'invalid_argument');
       await q.push('a');
       await q.push('b');
-      const unhandled: unknown[] = [];
-      const logged: unknown[][] = [];
-      const onUnhandled = (e: unknown) => unhandled.push(e);
-      const log = console.error;
-      process.on('unhandledRejection', onUnhandled);
-      console.error = (...a: unknown[]) => void logged.push(a);
-      try {
+      await watchingFailures(async ({ unhandled, logged }) => {
         const ac = new AbortController();
         const heard: unknown[] = [];
         let n = 0;
@@ -454,10 +448,7 @@ describe('conformance: cache (seeds/000)', function () {
         assert.deepEqual(logged.map((a) => (a[1] as Error).message).sort(), ['onError rejected', 'onError threw']);
         const s = await q.stats();
         assert.deepEqual([s.depth, s.inFlight], [2, 0], 'both were nacked back');
-      } finally {
-        process.off('unhandledRejection', onUnhandled);
-        console.error = log;
-      }
+      });
     });
 
     it('consume() loops until the signal aborts', async () => {

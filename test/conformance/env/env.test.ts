@@ -8,7 +8,7 @@ import { createEnv, runConsumer, type ConsumerApp, type Env, type MessageBatch, 
 import { QuaysideError } from '../../../emulator/errors';
 import { Connection } from '../../../emulator/clients/connection';
 import type { Transport } from '../../../emulator/clients/transport';
-import { DAY, SECOND, fresh, rejects, startTestEmulator, until } from '../support';
+import { DAY, SECOND, fresh, rejects, startTestEmulator, until, watchingFailures } from '../support';
 
 // One test per statement of seeds/001 (the env product), named after it; the HTTP API over real
 // HTTP (fetch). Time moves only by the emulator's virtual clock.
@@ -195,13 +195,7 @@ describe('conformance: env (seeds/001)', function () {
     it('runConsumer: an onError that is not a function is refused; one that rejects is logged, not an unhandled rejection, and delivery goes on', async () => {
       await createQueue('on-error');
       assert.equal((await rejects(runConsumer({ async queue() {} }, { url: emu.url, token: emu.token, project, environment, queue: 'on-error', onError: 'log' as never }))).code, 'invalid_argument');
-      const unhandled: unknown[] = [];
-      const logged: unknown[][] = [];
-      const onUnhandled = (e: unknown) => unhandled.push(e);
-      const log = console.error;
-      process.on('unhandledRejection', onUnhandled);
-      console.error = (...a: unknown[]) => void logged.push(a);
-      try {
+      await watchingFailures(async ({ unhandled, logged }) => {
         const handled: unknown[] = [];
         const c = await consume({ async queue(b: MessageBatch) { for (const m of b.messages) handled.push(m.body); throw new Error('handler'); } }, 'on-error', {
           maxBatchSize: 1,
@@ -216,10 +210,7 @@ describe('conformance: env (seeds/001)', function () {
         await new Promise((r) => setImmediate(r));
         assert.deepEqual(unhandled, []);
         assert.equal((logged[0][1] as Error).message, 'onError rejected');
-      } finally {
-        process.off('unhandledRejection', onUnhandled);
-        console.error = log;
-      }
+      });
     });
 
     it('dedupId is checked under its own name: one over 512 characters is refused naming dedupId', async () => {
