@@ -1,6 +1,6 @@
 import { CLOCK_META, Engine } from './engine/engine';
 import { QuaysideError } from './errors';
-import { clockFor, type Clock, type VirtualClockControl, type VirtualClockOption } from './engine/clock';
+import { clockFor, clockOptionProblem, type Clock, type VirtualClockControl, type VirtualClockOption } from './engine/clock';
 import { DB_FILE, Store, StoreOpenError } from './store/store';
 import { QuaysideServer } from './server/server';
 import { urlHost } from './server/auth';
@@ -148,10 +148,8 @@ function checkOptions(opts: EmulatorOptions): void {
   if (o.host !== undefined && (typeof o.host !== 'string' || o.host === '')) throw bad('host must be a non-empty string');
   if (o.dataDir !== undefined && (typeof o.dataDir !== 'string' || o.dataDir === '')) throw bad('dataDir must be a non-empty string (a directory path)');
   if (o.memory !== undefined && typeof o.memory !== 'boolean') throw bad('memory must be true or false');
-  const c = o.clock;
-  const startOk =
-    typeof c === 'object' && c !== null && Object.keys(c).every((k) => k === 'start') && typeof (c as { start?: unknown }).start === 'number' && Number.isFinite((c as { start: number }).start);
-  if (c !== undefined && c !== 'system' && c !== 'virtual' && !startOk) throw bad(`clock must be "system", "virtual" or { start: <epoch ms> }, got ${JSON.stringify(c) ?? String(c)}`);
+  const clockProblem = clockOptionProblem(o.clock);
+  if (clockProblem) throw bad(clockProblem);
   if (o.token !== undefined && (typeof o.token !== 'string' || o.token === '' || o.token.length > 200)) throw bad('token must be a non-empty string of at most 200 characters');
   if (o.freeTier !== undefined && typeof o.freeTier !== 'boolean' && !(Number.isSafeInteger(o.freeTier) && (o.freeTier as number) >= 1)) throw bad(`freeTier must be true, false or a positive whole number of messages a day, got ${String(o.freeTier)}`);
   if (o.durability !== undefined && o.durability !== 'normal' && o.durability !== 'full') throw bad(`durability must be "normal" or "full", got ${JSON.stringify(o.durability) ?? String(o.durability)}`);
@@ -163,3 +161,6 @@ function checkOptions(opts: EmulatorOptions): void {
 
 export { DEFAULT_PORT };
 export { QuaysideError } from './errors';
+export type { ErrorCode } from './protocol';
+/** What a start that cannot take its data directory throws: `code: 'data_dir'`, `problem` says why. */
+export { StoreOpenError, type StoreOpenProblem } from './store/store';

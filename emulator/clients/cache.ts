@@ -9,6 +9,7 @@ import { EMULATOR_HANDLE_KEYS, callOnError, invalidArg, isAbort, isCode, jsonVal
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
 
 export { QuaysideError };
+export type { ErrorCode } from '../protocol';
 
 export interface CacheOptions {
   /** `ws://host:port` of the emulator; defaults to `QUAYSIDE_URL`, then `ws://127.0.0.1:7433`. */
@@ -60,7 +61,7 @@ export interface CacheMessage<T = unknown> {
   dedupeKey: string | null;
 }
 
-export interface ConsumeOptions {
+export interface ConsumeOptions<T = unknown> {
   /** Batch size per pull (default 10). */
   max?: number;
   /** Lease per message (default 30). */
@@ -69,8 +70,8 @@ export interface ConsumeOptions {
   idleMs?: number;
   /** Abort to stop the loop cleanly: the batch in hand is finished, nothing is lost. */
   signal?: AbortSignal;
-  /** Called with a handler's error before the message is nacked. */
-  onError?: (error: unknown, message: CacheMessage) => void;
+  /** Called with a handler's error before the message is nacked; what it throws or rejects with is logged. */
+  onError?: (error: unknown, message: CacheMessage<T>) => unknown;
 }
 
 export interface DeadLetter<T = unknown> {
@@ -106,17 +107,18 @@ export interface QueueStats {
   lag_history: LagStep[];
 }
 
-export interface CacheQueue {
+/** `T`: the bodies this queue carries (`cache.queue<Job>('jobs')`); a call may name another. */
+export interface CacheQueue<T = unknown> {
   readonly name: string;
   readonly namespace: string;
-  push<T = unknown>(body: T, opts?: PushOptions): Promise<PushResult>;
-  pull<T = unknown>(opts?: PullOptions): Promise<CacheMessage<T>[]>;
+  push(body: T, opts?: PushOptions): Promise<PushResult>;
+  pull<U = T>(opts?: PullOptions): Promise<CacheMessage<U>[]>;
   /** false when the receipt is stale (its lease ended or it was already settled). */
   ack(receipt: string): Promise<boolean>;
   /** Releases the message for another attempt now; false when the receipt is stale. */
   nack(receipt: string): Promise<boolean>;
-  consume<T = unknown>(handler: (msg: CacheMessage<T>) => unknown, opts?: ConsumeOptions): Promise<void>;
-  deadLetters<T = unknown>(opts?: { limit?: number; cursor?: string }): Promise<DeadLetterPage<T>>;
+  consume<U = T>(handler: (msg: CacheMessage<U>) => unknown, opts?: ConsumeOptions<U>): Promise<void>;
+  deadLetters<U = T>(opts?: { limit?: number; cursor?: string }): Promise<DeadLetterPage<U>>;
   /** Puts dead letters back on the queue with their attempts reset; the oldest 100 without ids. */
   replay(opts?: { ids?: string[] }): Promise<{ replayed: number }>;
   /** Deletes dead letters for good; all of them without ids. */
@@ -126,7 +128,7 @@ export interface CacheQueue {
 
 export interface Cache {
   readonly namespace: string;
-  queue(name: string): CacheQueue;
+  queue<T = unknown>(name: string): CacheQueue<T>;
   /** Closes the connection (a later call reopens it). */
   close(): Promise<void>;
 }
@@ -166,7 +168,7 @@ export function createCache(opts: CacheOptions): Cache {
   };
   return {
     namespace,
-    queue(name: string): CacheQueue {
+    queue<T = unknown>(name: string): CacheQueue<T> {
       const n = optString(name, 'queue name');
       if (n === undefined) throw invalidArg('cache.queue(name) needs a name');
       let q = queues.get(n);
@@ -174,7 +176,8 @@ export function createCache(opts: CacheOptions): Cache {
         q = cacheQueue(link, namespace, n);
         queues.set(n, q);
       }
-      return q;
+      // One handle per name whatever type it is asked with: the type is the caller's word for the bodies.
+      return q as CacheQueue<T>;
     },
     async close() {
       closes++;
@@ -326,7 +329,7 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
       return settleHere('nack', receiptArg(receipt));
     },
 
-    async consume<T>(handler: (msg: CacheMessage<T>) => unknown, opts?: ConsumeOptions | null) {
+    async consume<T>(handler: (msg: CacheMessage<T>) => unknown, opts?: ConsumeOptions<T> | null) {
       if (typeof handler !== 'function') throw invalidArg('consume(handler) needs a handler function');
       const o = options(opts, 'consume', ['max', 'visibilitySeconds', 'idleMs', 'signal', 'onError']);
       const max = optCount(o.max, 'max', 1, 1000) ?? 10;

@@ -11,6 +11,7 @@ import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonV
 // Queues are created in the console / management API (or quayside.json), never by a send.
 
 export { QuaysideError };
+export type { ErrorCode } from '../protocol';
 
 /** The three with an encoding, or any other label (kept as given, with a JSON body). */
 export type ContentType = 'json' | 'text' | 'bytes' | 'v8' | (string & {});
@@ -197,9 +198,9 @@ export interface ConsumerEnv extends Record<string, unknown> {
   queue: EnvQueue;
 }
 
+/** The app: any object (a literal, a class instance) with this handler; other members are its own. */
 export interface ConsumerApp<Body = unknown, E = ConsumerEnv> {
   queue(batch: MessageBatch<Body>, env: E, ctx: ExecutionContext): unknown;
-  [k: string]: unknown;
 }
 
 export interface RunConsumerOptions {

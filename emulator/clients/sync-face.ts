@@ -22,7 +22,11 @@ export interface SyncSchema<T = unknown> {
   parse(data: unknown): T | Promise<T>;
 }
 
-export interface SyncQueueOptions {
+/**
+ * `T`: the messages' data, as the library gives it: taken from `schema` (what its `parse` returns)
+ * when one is given, else named (`queue<Job>({ id })`), else `unknown`.
+ */
+export interface SyncQueueOptions<T = unknown> {
   /** The queue's id (its name within the tenant). */
   id: string;
   /** The tenant, which scopes the queue; default `'default'`. */
@@ -30,7 +34,7 @@ export interface SyncQueueOptions {
   /** The product's Redis key prefix (default `'sync:queue'`): another prefix is another set of queues. */
   prefix?: string;
   /** Checks `data` at send; each received message's `data` is `schema.parse(stored data)`. */
-  schema?: SyncSchema;
+  schema?: SyncSchema<T>;
   /** This handle's settings (see docs/dialects.md, "Settings are per handle"). */
   limits?: SyncLimits;
   delivery?: SyncDelivery;
@@ -47,7 +51,8 @@ export interface SendOptions<T = unknown> {
   idempotencyTtlMs?: number;
   /** Stored with the message, not enforced. */
   orderingKey?: string;
-  meta?: unknown;
+  /** Stored with the message and given back with each delivery. */
+  meta?: Record<string, unknown>;
   /** Send to this tenant's queue of the same id (default: the handle's tenant). */
   tenantId?: string;
 }
@@ -82,7 +87,7 @@ export interface SyncMessage<T = unknown> {
   /** Epoch ms the lease ends; touch() moves it. */
   leaseUntil: number;
   orderingKey?: string;
-  meta?: unknown;
+  meta?: Record<string, unknown>;
   /** Epoch ms it was sent. */
   enqueuedAt: number;
   /** Done: removed. false if the lease already expired (another consumer may have it). */
@@ -104,21 +109,22 @@ export interface DlqEntry<T = unknown> {
   lastError?: string;
 }
 
-export interface SyncReader {
+/** `T`: the queue's data type (see SyncQueueOptions); a call may name another (`recv<Other>()`). */
+export interface SyncReader<T = unknown> {
   readonly consumerId: string;
-  recv<T = unknown>(opts?: RecvOptions): Promise<SyncMessage<T> | null>;
-  stream<T = unknown>(opts?: StreamOptions): AsyncIterableIterator<SyncMessage<T>>;
+  recv<U = T>(opts?: RecvOptions): Promise<SyncMessage<U> | null>;
+  stream<U = T>(opts?: StreamOptions): AsyncIterableIterator<SyncMessage<U>>;
 }
 
-export interface SyncQueue extends SyncReader {
+export interface SyncQueue<T = unknown> extends SyncReader<T> {
   readonly id: string;
   readonly tenantId: string;
   readonly prefix: string;
-  send<T = unknown>(opts: SendOptions<T>): Promise<{ messageId: string }>;
+  send(opts: SendOptions<T>): Promise<{ messageId: string }>;
   /** An independent consumer of the same queue (its own consumerId and waits). */
-  reader(opts?: { consumerId?: string }): SyncReader;
+  reader(opts?: { consumerId?: string }): SyncReader<T>;
   /** Oldest first, `data` as stored (not parsed: the schema may be why a message is there). */
-  dlq<T = unknown>(opts?: { limit?: number; tenantId?: string }): Promise<DlqEntry<T>[]>;
+  dlq<U = T>(opts?: { limit?: number; tenantId?: string }): Promise<DlqEntry<U>[]>;
   /** false when no such message is in the DLQ. */
   dlqRemove(opts: { messageId: string; tenantId?: string }): Promise<boolean>;
   /** The queue's counts. */
@@ -196,7 +202,7 @@ interface Site {
 }
 
 /** Builds a sync queue over a transport. `owned` transports are closed by `close()`. */
-export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owned = false): SyncQueue {
+export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueueOptions<T>, owned = false): SyncQueue<T> {
   if (!opts || typeof opts !== 'object') throw invalidArg('queue() needs { id }');
   onlyKeys(opts as unknown as Record<string, unknown>, QUEUE_KEYS, 'queue', EMULATOR_HANDLE_KEYS);
   const id = nameArg(opts.id, 'id');
@@ -344,7 +350,7 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
       },
     };
     if (d.orderingKey !== null && d.orderingKey !== undefined) m.orderingKey = d.orderingKey;
-    if (d.meta !== null && d.meta !== undefined) m.meta = d.meta;
+    if (d.meta !== null && d.meta !== undefined) m.meta = d.meta as Record<string, unknown>;
     return m;
   }
 
@@ -546,3 +552,4 @@ export function syncQueueOver(transport: Transport, opts: SyncQueueOptions, owne
 }
 
 export { QuaysideError };
+export type { ErrorCode } from '../protocol';

@@ -8,7 +8,7 @@ import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from './sync-fac
 export * from './sync-face';
 export { QuaysideError } from '../errors';
 
-export interface SyncConnectOptions extends SyncQueueOptions {
+export interface SyncConnectOptions<T = unknown> extends SyncQueueOptions<T> {
   /** `ws://host:port`; defaults to `QUAYSIDE_URL`, then `ws://127.0.0.1:7433`. */
   url?: string;
   /** Defaults to `QUAYSIDE_TOKEN`. */
@@ -21,7 +21,7 @@ export interface SyncConnectOptions extends SyncQueueOptions {
  * A handle on the sync queue `id` of tenant `tenantId` (default 'default'). Nothing is sent until
  * the first call; the queue is created then (sync preset plus `limits` / `delivery`) if missing.
  */
-export function queue(opts: SyncConnectOptions): SyncQueue {
+export function queue<T = unknown>(opts: SyncConnectOptions<T>): SyncQueue<T> {
   // The handle's own view of a shared transport, so its close() ends its own recv and streams.
   if (opts?.transport) return syncQueueOver(new HandleTransport(opts.transport), opts, true);
   const conn = new Connection({ url: opts?.url, token: opts?.token, client: 'quayside-sync' });

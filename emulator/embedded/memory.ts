@@ -1,5 +1,5 @@
 import { Engine } from '../engine/engine';
-import { clockFor, type VirtualClockControl, type VirtualClockOption } from '../engine/clock';
+import { clockFor, clockOptionProblem, type VirtualClockControl, type VirtualClockOption } from '../engine/clock';
 import { Store } from '../store/store';
 import { Session, dispatch, endSession } from '../server/dispatch';
 import { QuaysideError } from '../errors';
@@ -132,13 +132,13 @@ function unwrap<K extends OpName>(r: Awaited<ReturnType<typeof dispatch>>): OpRe
 }
 
 export interface MemoryQueuesOptions {
-  /** 'virtual': time moves only by `clock.advance(ms)` (for tests). A number starts a virtual clock there. Default 'system'. */
+  /** 'virtual': time moves only by `clock.advance(ms)` (for tests); `{ start }` (epoch ms) starts a virtual clock there. Default 'system'. */
   clock?: 'system' | VirtualClockOption;
 }
 
 export interface MemoryQueues {
   /** The same `queue()` as quayside/sync, on this in-memory engine. */
-  queue(opts: SyncQueueOptions): SyncQueue;
+  queue<T = unknown>(opts: SyncQueueOptions<T>): SyncQueue<T>;
   /** Present with `clock: 'virtual'`: epoch ms now, and advance (resolves once due work was applied). */
   clock?: VirtualClockControl;
   /** The engine, for tests that want to look inside. */
@@ -154,6 +154,11 @@ export type VirtualMemoryQueues = MemoryQueues & { clock: VirtualClockControl };
 export function createMemoryQueues(opts: MemoryQueuesOptions & { clock: VirtualClockOption }): VirtualMemoryQueues;
 export function createMemoryQueues(opts?: MemoryQueuesOptions): MemoryQueues;
 export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues {
+  // Checked as startEmulator checks them: a misspelt clock must not quietly run on the system clock.
+  if (opts === null || typeof opts !== 'object') throw new QuaysideError('invalid_argument', 'createMemoryQueues: options must be an object');
+  for (const k of Object.keys(opts)) if (k !== 'clock') throw new QuaysideError('invalid_argument', `createMemoryQueues: unknown option "${k}"; expected clock`);
+  const clockProblem = clockOptionProblem(opts.clock);
+  if (clockProblem) throw new QuaysideError('invalid_argument', `createMemoryQueues: ${clockProblem}`);
   const clock = clockFor(opts.clock);
   const store = new Store({ dataDir: null });
   const engine = new Engine({ store, clock });
@@ -164,7 +169,7 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
     engine,
     // Each handle gets its own view of the one session, so its close() ends only its own calls, as
     // each quayside/sync handle closes only its own connection; a handle never closed holds nothing.
-    queue: (o) => syncQueueOver(new HandleTransport(transport), o, true),
+    queue: <T>(o: SyncQueueOptions<T>) => syncQueueOver(new HandleTransport(transport), o, true),
     async close() {
       if (closed) return;
       closed = true;
@@ -184,7 +189,7 @@ let shared: MemoryQueues | null = null;
  * clock): every `queue()` call with the same tenant and id sees the same messages, and everything
  * is gone when the process ends. Pass `memory` to use an isolated `createMemoryQueues()` instead.
  */
-export function queue(opts: SyncQueueOptions & { memory?: MemoryQueues }): SyncQueue {
+export function queue<T = unknown>(opts: SyncQueueOptions<T> & { memory?: MemoryQueues }): SyncQueue<T> {
   if (opts?.memory) {
     const { memory, ...rest } = opts;
     return memory.queue(rest);

@@ -434,3 +434,14 @@ describe('conformance: sync — a long recv on the system clock (real time)', fu
     });
   }
 });
+
+describe('conformance: sync — createMemoryQueues options', () => {
+  it('a clock it cannot read, or an option it does not know, is invalid_argument, as startEmulator says (not a quiet system clock)', () => {
+    for (const opts of [{ clock: 1234 }, { clock: 'Virtual' }, { clock: { start: 'now' } }, { clock: { start: 0, speed: 2 } }, { clok: 'virtual' }, 5]) {
+      assert.throws(() => memory.createMemoryQueues(opts as never), (e: { code?: string }) => e.code === 'invalid_argument', JSON.stringify(opts));
+    }
+    const ok = memory.createMemoryQueues({ clock: { start: 0 } });
+    assert.equal(ok.clock.now(), 0);
+    void ok.close();
+  });
+});
