@@ -44,7 +44,7 @@ export function resolveUrl(url?: string): string {
   } catch {
     // not a URL at all: refused below
   }
-  if (!ok) throw new QuaysideError('invalid_argument', `url ${JSON.stringify(u.slice(0, 200))} is not a ws:// (or http://) URL of the emulator, such as ws://127.0.0.1:7433`);
+  if (!ok) throw new QuaysideError('invalid_argument', `url ${JSON.stringify(u.slice(0, 200))} is not a ws:// or wss:// (or http://, https://) URL of the emulator, such as ws://127.0.0.1:7433`);
   return out;
 }
 
