@@ -186,13 +186,13 @@ describe('quayside start: its options', function () {
     }
   });
 
-  it('a --url or QUAYSIDE_URL that is not a ws:// or http:// URL is a usage error (64); a client given one fails invalid_argument at once', async () => {
+  it('a --url or QUAYSIDE_URL that is not a ws://, wss://, http:// or https:// URL is a usage error (64); a client given one fails invalid_argument at once', async () => {
     for (const [extra, env, from] of [[['--url', 'not a url'], {}, '--url'], [[], { QUAYSIDE_URL: 'ftp://127.0.0.1:1' }, 'QUAYSIDE_URL']] as const) {
       const e = await fails(run(tsx, [cli, 'queues', ...extra, '--json'], { env: { ...process.env, ...env } }));
       assert.equal(e?.code, 64, from);
       const err = JSON.parse(e!.stderr).error;
       assert.equal(err.code, 'usage');
-      assert.match(err.message, new RegExp(`is not a ws:// \\(or http://\\) URL .*\\(from ${from}\\)$`));
+      assert.match(err.message, new RegExp(`is not a ws:// or wss:// \\(or http://, https://\\) URL .*\\(from ${from}\\)$`));
     }
     // A scheme in capitals and spaces around are still the URL they look like.
     const emu = await startEmulator({ memory: true });

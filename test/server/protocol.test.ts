@@ -124,11 +124,13 @@ describe('server: the WebSocket protocol', () => {
     const waiting = new AbortController();
     aborted.push(pull(waiting.signal));
     waiting.abort();
+    // Handled now: the rejections come before the asserts below look at them.
+    const outcomes = aborted.map((p) => p.then(() => 'resolved', (e: Error) => e.name));
     // Let the server hold its 256 before the sent one is cancelled: the next in line takes its place
     // at once, and must not find the limit still reached.
     await c.request('clock.now', {});
     sent.abort();
-    for (const p of aborted) await assert.rejects(p, /abort/i);
+    assert.deepEqual(await Promise.all(outcomes), ['AbortError', 'AbortError']);
     const other = new Connection({ url: emu.url, token: emu.token });
     try {
       await other.request('push.batch', { ...ref, messages: Array.from({ length: n + 1 }, (_, i) => ({ body: i })) });
