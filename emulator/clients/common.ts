@@ -18,32 +18,31 @@ function show(v: unknown): string {
 }
 
 /**
- * A duration (or count) option: a finite number within [min, max]; fractions are rounded to whole
- * milliseconds. NaN, Infinity, negatives and non-numbers are refused with a clear error.
+ * A duration option: a finite number within [min, max], rounded to whole milliseconds (`msPerUnit`:
+ * 1 for ms, 1000 for seconds); NaN, Infinity, negatives and non-numbers are refused with a clear
+ * error. The limits are checked on the rounded value, the one that is sent (43200.0004 seconds is
+ * 43,200,000 ms, within a 43,200 s limit), as the engine checks a rounded delay.
  */
-export function optDuration(v: unknown, name: string, opts: { min?: number; max?: number; unit?: string } = {}): number | undefined {
+function duration(v: unknown, name: string, opts: { min?: number; max?: number }, unit: string, msPerUnit: number): number | undefined {
   if (v === undefined || v === null) return undefined;
   const min = opts.min ?? 0;
-  const unit = opts.unit ?? 'ms';
   if (typeof v !== 'number' || Number.isNaN(v)) throw invalidArg(`${name} must be a number of ${unit}, got ${show(v)}`, { field: name });
   if (!Number.isFinite(v)) throw invalidArg(`${name} must be finite, got ${v}`, { field: name });
   if (v < 0) throw invalidArg(`${name} must not be negative, got ${v}`, { field: name });
-  if (v < min) throw invalidArg(`${name} must be at least ${min} ${unit}, got ${v}`, { field: name });
-  if (opts.max !== undefined && v > opts.max) throw invalidArg(`${name} must be at most ${opts.max} ${unit}, got ${v}`, { field: name });
-  return v;
+  const ms = Math.round(v * msPerUnit);
+  if (ms < Math.round(min * msPerUnit)) throw invalidArg(`${name} must be at least ${min} ${unit}, got ${v}`, { field: name });
+  if (opts.max !== undefined && ms > Math.round(opts.max * msPerUnit)) throw invalidArg(`${name} must be at most ${opts.max} ${unit}, got ${v}`, { field: name });
+  return ms;
 }
 
 /** Seconds → whole milliseconds, checked. */
 export function optSeconds(v: unknown, name: string, opts: { min?: number; max?: number } = {}): number | undefined {
-  const s = optDuration(v, name, { ...opts, unit: 'seconds' });
-  if (s === undefined) return undefined;
-  return Math.round(s * 1000);
+  return duration(v, name, opts, 'seconds', 1000);
 }
 
 /** Milliseconds, checked, rounded to a whole number. */
 export function optMs(v: unknown, name: string, opts: { min?: number; max?: number } = {}): number | undefined {
-  const ms = optDuration(v, name, opts);
-  return ms === undefined ? undefined : Math.round(ms);
+  return duration(v, name, opts, 'ms', 1);
 }
 
 /** A whole count within [min, max]. */

@@ -11,6 +11,7 @@ import type { SyncQueue } from '../../emulator/clients/sync-face';
 import * as memory from '../../emulator/embedded/memory';
 import { fresh, readOnlyToken, rejects, startTestEmulator, until } from './support';
 import { QuaysideError } from '../../emulator/errors';
+import { optMs, optSeconds } from '../../emulator/clients/common';
 
 // Client edge cases: environment read at connect time (not when the client is built), bodies JSON
 // cannot carry, and read operations of a sync handle with a read-only token.
@@ -548,5 +549,17 @@ describe('clients: createEnv / createCache refuse an option they do not know', f
     await q.close();
     // A key that is neither the call's nor the handle's is still refused.
     assert.throws(() => createCache({ ...emuKeys, namespace: project, namespce: 'x' } as never), (e: QuaysideError) => e.code === 'invalid_argument' && /namespce/.test(e.message));
+  });
+});
+
+describe('clients: durations are rounded to whole milliseconds before their limits are checked', () => {
+  it('seconds and ms just past a limit by less than half a millisecond are the limit; past by more are refused; below min as rounded is refused', () => {
+    assert.equal(optSeconds(43200.0004, 'visibilitySeconds', { min: 0.001, max: 43200 }), 43_200_000);
+    assert.throws(() => optSeconds(43200.0006, 'visibilitySeconds', { min: 0.001, max: 43200 }), /visibilitySeconds must be at most 43200 seconds, got 43200.0006/);
+    assert.equal(optSeconds(1.2345, 'delaySeconds'), 1235);
+    assert.throws(() => optSeconds(0.0004, 'visibilitySeconds', { min: 0.001 }), /at least 0.001 seconds/);
+    assert.equal(optMs(999.4, 'leaseMs', { min: 1, max: 999 }), 999);
+    assert.throws(() => optMs(999.6, 'leaseMs', { min: 1, max: 999 }), /at most 999 ms/);
+    for (const bad of [NaN, Infinity, -1, '5', {}]) assert.throws(() => optMs(bad, 'x'), (e: { code?: string }) => e.code === 'invalid_argument');
   });
 });
