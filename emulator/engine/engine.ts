@@ -603,9 +603,16 @@ export class Engine {
         const until = v.optInt(args.waitUntil, 'waitUntil', 0, MAX_TIME);
         // A wait whose end has passed (a client's next hold arriving after an advance) takes nothing.
         if (until !== undefined && until <= this.clock.now()) return { q, got: [], max, leaseMs, waitMs: 0, until };
+        // Cancelled before its turn came: it takes nothing either.
+        if (signal?.aborted) return { q, got: [], max, leaseMs, waitMs: 0, until };
         const got = this.claimNow(q, max, leaseMs);
         return { q, got, max, leaseMs, waitMs, until };
       }).then(({ q, got, max, leaseMs, waitMs, until }) => {
+        // Cancelled while its claim committed: nobody will read the answer, so the leases are undone first.
+        if (got.length > 0 && signal?.aborted) {
+          const done = () => resolve({ messages: [], leaseMs });
+          return void this.unclaim(got.map((m) => m.receipt)).then(done, done);
+        }
         if (got.length > 0 || waitMs === 0 || signal?.aborted) return resolve({ messages: got, leaseMs });
         this.hold(q.id, max, leaseMs, waitMs, until, signal, (messages) => resolve({ messages, leaseMs }));
       }, reject);
@@ -661,8 +668,14 @@ export class Engine {
         }
         return out;
       });
-      // Answered only now that the leases are committed.
-      for (const [w, got] of served) this.waiters.finish(w, got);
+      // Answered only now that the leases are committed. A waiter that ended meanwhile (cancelled,
+      // timed out) will read nothing: its leases are undone rather than left to expire.
+      const unread: string[] = [];
+      for (const [w, got] of served) {
+        if (w.done) unread.push(...got.map((m) => m.receipt));
+        else this.waiters.finish(w, got);
+      }
+      if (unread.length > 0) await this.unclaim(unread);
     } catch {
       // A failed commit leaves the waiters waiting; the next commit wakes them again.
     } finally {
@@ -681,6 +694,25 @@ export class Engine {
     const out = rows.map((r) => toDelivery(q, r, now, token));
     this.note(q, 'leased', out.map((m) => m.id));
     return out;
+  }
+
+  /**
+   * Gives back leases nobody received (a held pull cancelled, or its connection gone, before its
+   * answer went out): each message is waiting again in its old place and the attempt is not counted.
+   * A receipt that no longer names its lease (settled, expired) is left alone. Resolves to how many.
+   */
+  unclaim(receipts: readonly string[]): Promise<number> {
+    return this.op(() => {
+      let n = 0;
+      for (const receipt of receipts) {
+        const hit = this.leasedBy(receipt, SYSTEM_ACTOR);
+        if (!hit) continue;
+        this.store.unclaim(hit.row);
+        this.note(hit.q, 'requeued', [messageId(hit.row.id)]);
+        n++;
+      }
+      return n;
+    });
   }
 
   /** The leased row a receipt names, if the receipt is still good (strict: its lease has not ended). */

@@ -13,6 +13,12 @@ export class Session {
   /** Consumers this connection detached: they may still report their batches in hand done. */
   detached = new Set<string>();
   held = new Map<number | string, AbortController>();
+  /**
+   * The leases the last held pulls handed out, by request id: a `cancel` that arrives just after
+   * its pull was answered (the two crossed on the wire, and the client will not read the answer)
+   * gives them back. A few dozen are kept; a cancel comes right behind its pull or not at all.
+   */
+  answeredPulls = new Map<number | string, string[]>();
   inFlight = 0;
   private seq = 0;
   constructor(readonly emit: (e: ServerEvent) => void, readonly clientName = 'client') {}
@@ -22,6 +28,20 @@ export class Session {
 }
 
 type Handler = (engine: Engine, s: Session, args: Record<string, unknown>, id: number | string) => Promise<unknown>;
+
+const ANSWERED_PULLS_KEPT = 64;
+
+/**
+ * An answer that could not be sent (its connection was closing): the leases a pull's answer
+ * carries are given back, since nobody will read them. Other answers need nothing.
+ */
+export function answerNotSent(engine: Engine, frame: ResponseFrame): void {
+  if (!frame.ok) return;
+  const messages = (frame.result as { messages?: unknown } | null)?.messages;
+  if (!Array.isArray(messages)) return;
+  const receipts = messages.map((m) => (m as { receipt?: unknown }).receipt).filter((r): r is string => typeof r === 'string');
+  if (receipts.length > 0) void engine.unclaim(receipts).catch(() => undefined);
+}
 
 const opt = (v: unknown) => (v === undefined || v === null ? undefined : v);
 
@@ -49,7 +69,12 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     const ac = new AbortController();
     s.held.set(id, ac);
     try {
-      return await e.pull(a as never, s.actor!, ac.signal);
+      const r = await e.pull(a as never, s.actor!, ac.signal);
+      if (r.messages.length > 0) {
+        s.answeredPulls.set(id, r.messages.map((m) => m.receipt));
+        if (s.answeredPulls.size > ANSWERED_PULLS_KEPT) s.answeredPulls.delete(s.answeredPulls.keys().next().value!);
+      }
+      return r;
     } finally {
       // A cancel took it out already; a later pull may reuse the id.
       if (s.held.get(id) === ac) s.held.delete(id);
@@ -114,10 +139,17 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     if (s.actor!.namespace !== null) throw new QuaysideError('forbidden', `the clock is shared by every namespace; this token is for namespace "${s.actor!.namespace}" only`);
     return { now: await e.advance(a.ms) };
   },
-  cancel: async (_e, s, a) => {
+  cancel: async (e, s, a) => {
     if (!isFrameId(a.request)) throw invalid(`request must be the id of a held request (a safe integer or a string of 1 to 64 characters), got ${v.describe(a.request)}`);
     const ac = s.held.get(a.request);
-    if (!ac) return { ok: false };
+    if (!ac) {
+      // Answered already, the answer crossing this cancel: its leases go back, unread.
+      const receipts = s.answeredPulls.get(a.request);
+      if (!receipts) return { ok: false };
+      s.answeredPulls.delete(a.request);
+      await e.unclaim(receipts);
+      return { ok: true };
+    }
     // Its place is free now, not a few turns later when the pull unwinds: the client sends the next
     // waiting pull the moment its cancel goes, and that one must not find the limit still reached.
     s.held.delete(a.request);

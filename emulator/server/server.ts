@@ -4,7 +4,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Engine, ChangeBody } from '../engine/engine';
 import { LIMITS, type ResponseFrame, type ServerEvent } from '../protocol';
 import { hostAllowed, originAllowed } from './auth';
-import { Session, dispatch, endSession, matches } from './dispatch';
+import { Session, answerNotSent, dispatch, endSession, matches } from './dispatch';
 import { metricsText } from './metrics';
 
 /** An HTTP route mounted on the emulator's port; answers true when it handled the request. */
@@ -198,6 +198,7 @@ export class QuaysideServer {
     void dispatch(this.engine, s, frame).then((r) => {
       s.inFlight--;
       if (counted) flow.running--;
+      if (ws.readyState !== WebSocket.OPEN) answerNotSent(this.engine, r);
       this.reply(ws, r);
       this.pump(ws, s, flow);
     });

@@ -155,6 +155,8 @@ export interface QueueStore {
   ack(rows: readonly DueRow[]): void;
   /** A leased message back to waiting, visible at visibleAt. */
   requeue(row: { id: number; queue_id: number }, visibleAt: number, error: string | null): void;
+  /** A lease nobody received undone: waiting again in its old place, the attempt not counted. */
+  unclaim(row: { id: number; queue_id: number }): void;
   /** A live message (waiting or leased) to the dead letters, kept until deadUntil. */
   kill(row: { id: number; queue_id: number; state: number; size: number }, now: number, reason: string, error: string | null, deadUntil: number): void;
   /** Deletes one message of any state (age limit with drop, dead retention). */

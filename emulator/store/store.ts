@@ -342,6 +342,8 @@ export class Store implements QueueStore {
       requeue: d.prepare('UPDATE messages SET state = 0, visible_at = ?, seq = ?, lease_until = NULL, lease_token = NULL, last_error = COALESCE(?, last_error) WHERE id = ?'),
       toDead: d.prepare('UPDATE messages SET state = 2, lease_until = NULL, lease_token = NULL, dead_at = ?, dead_reason = ?, last_error = COALESCE(?, last_error), expires_at = ? WHERE id = ?'),
       extend: d.prepare('UPDATE messages SET lease_until = ? WHERE id = ?'),
+      // visible_at and seq are as the claim found them: the message is back where it was.
+      unclaim: d.prepare('UPDATE messages SET state = 0, attempts = attempts - 1, lease_until = NULL, lease_token = NULL WHERE id = ? AND state = 1'),
 
       nextLease: d.prepare<[], { t: number | null }>('SELECT min(lease_until) AS t FROM messages WHERE state = 1'),
       nextExpiry: d.prepare<[], { t: number | null }>('SELECT min(expires_at) AS t FROM messages WHERE expires_at IS NOT NULL'),
@@ -822,6 +824,10 @@ export class Store implements QueueStore {
   requeue(row: { id: number; queue_id: number }, visibleAt: number, error: string | null): void {
     this.s.requeue.run(visibleAt, this.freshSeq(), error, row.id);
     this.bump(row.queue_id, 1, -1, 0, 0);
+  }
+
+  unclaim(row: { id: number; queue_id: number }): void {
+    if (this.s.unclaim.run(row.id).changes === 1) this.bump(row.queue_id, 1, -1, 0, 0);
   }
 
   /** Moves a live message (waiting or leased) to the dead letters. */

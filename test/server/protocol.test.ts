@@ -4,6 +4,7 @@ import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
 import { Connection } from '../../emulator/clients/connection';
 import { LIMITS, type ChangeEvent, type ResponseFrame, type ServerFrame } from '../../emulator/protocol';
 import { rejects } from '../helpers';
+import { until } from '../conformance/support';
 
 /** A raw socket that collects every frame, for tests that need to see the wire. */
 async function raw(url: string) {
@@ -141,6 +142,76 @@ describe('server: the WebSocket protocol', () => {
       assert.deepEqual([counts.ready, counts.leased], [1, n], 'the aborted pulls leased nothing');
     } finally {
       await other.close();
+    }
+  });
+
+  it('a held pull given up leases nothing: cancelled with the frame right behind it, cancelled after its answer crossed the cancel, or its connection closing', async function () {
+    this.timeout(20_000);
+    await c.request('queue.create', { ...ref, dialect: 'cache' });
+    const state = async () => {
+      const p = await c.request('peek', { ...ref, states: ['ready', 'leased'], limit: 100 });
+      return p.messages.map((m) => [m.state, m.attempts]);
+    };
+    // Cancelled before its claim ran: the message it would have taken stays ready, attempts 0.
+    await c.request('push', { ...ref, body: 'first' });
+    const s = await raw(emu.url);
+    s.send({ id: 1, op: 'hello', args: { version: 1, token: emu.token } });
+    await s.reply(1);
+    s.send({ id: 3, op: 'pull', args: { ...ref, waitMs: 5000 } });
+    s.send({ id: 4, op: 'cancel', args: { request: 3 } });
+    assert.deepEqual((await s.reply(4)) as unknown, { id: 4, ok: true, result: { ok: true } });
+    assert.deepEqual(((await s.reply(3)) as { result: { messages: unknown[] } }).result.messages, []);
+    assert.deepEqual(await state(), [['ready', 0]]);
+    // Answered (the message leased), then the cancel arrives: the two crossed on the wire, and a
+    // client that sends it will not read the answer. The lease is given back, the attempt uncounted.
+    s.send({ id: 5, op: 'pull', args: { ...ref, waitMs: 5000 } });
+    const answered = (await s.reply(5)) as { result: { messages: { id: string }[] } };
+    assert.equal(answered.result.messages.length, 1);
+    assert.deepEqual(await state(), [['leased', 1]]);
+    s.send({ id: 6, op: 'cancel', args: { request: 5 } });
+    assert.deepEqual((await s.reply(6)) as unknown, { id: 6, ok: true, result: { ok: true } });
+    assert.deepEqual(await state(), [['ready', 0]]);
+    s.send({ id: 7, op: 'cancel', args: { request: 5 } });
+    assert.deepEqual((await s.reply(7)) as unknown, { id: 7, ok: true, result: { ok: false } }, 'once only');
+    s.close();
+    // A client's abort right after the push that wakes its pull: whichever way the race goes, the
+    // message is either handed to it or back in the queue, never leased to nobody.
+    await c.request('purge', { ...ref, confirm: ref.queue });
+    const producer = new Connection({ url: emu.url, token: emu.token });
+    try {
+      let delivered = 0;
+      for (let i = 0; i < 20; i++) {
+        const ac = new AbortController();
+        const held = c.request('pull', { ...ref, waitMs: 60_000 }, { signal: ac.signal }).then((r) => r.messages, () => []);
+        await c.request('clock.now', {}); // the pull is held
+        await producer.request('push', { ...ref, body: i });
+        ac.abort();
+        for (const m of await held) {
+          delivered++;
+          await c.request('ack', { receipt: m.receipt });
+        }
+      }
+      await c.request('clock.now', {});
+      const left = await state();
+      assert.equal(left.length, 20 - delivered);
+      assert.ok(left.every(([st, attempts]) => st === 'ready' && attempts === 0), JSON.stringify(left));
+      // A connection that closes while its pull is held on an empty queue: a push made at once is
+      // not leased to it (its answer could not be sent).
+      const closingRef = { namespace: 'p', queue: 'closing' };
+      await c.request('queue.create', { ...closingRef, dialect: 'cache' });
+      for (let i = 0; i < 10; i++) {
+        const gone = new Connection({ url: emu.url, token: emu.token });
+        const held = gone.request('pull', { ...closingRef, waitMs: 60_000 }).then((r) => r.messages.length, () => 0);
+        await gone.request('clock.now', {});
+        const closing = gone.close();
+        await producer.request('push', { ...closingRef, body: `closing ${i}` });
+        await closing;
+        assert.equal(await held, 0, 'a closed connection reads no answer');
+        await until(async () => (await c.request('stats', closingRef)).counts.leased === 0, `the message of round ${i} is not leased to the closed connection`);
+        await c.request('purge', { ...closingRef, confirm: closingRef.queue });
+      }
+    } finally {
+      await producer.close();
     }
   });
 
