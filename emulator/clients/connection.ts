@@ -14,6 +14,8 @@ interface Pending {
   resolve: (v: unknown) => void;
   reject: (e: Error) => void;
   cleanup: () => void;
+  /** A pull the server may be holding, sent on the socket: close() cancels it first. */
+  held?: boolean;
 }
 
 type State = 'idle' | 'connecting' | 'open' | 'closed';
@@ -224,7 +226,8 @@ export class Connection implements Transport {
       const cleanup = () => {
         if (onAbort && signal) signal.removeEventListener('abort', onAbort);
       };
-      this.pending.set(id, { resolve, reject, cleanup });
+      const entry: Pending = { resolve, reject, cleanup };
+      this.pending.set(id, entry);
       if (signal) {
         // An abandoned held request is cancelled on the server, so it leases nothing for us.
         onAbort = () => {
@@ -242,6 +245,7 @@ export class Connection implements Transport {
         // Aborted while it waited for a slot: it was never sent, so there is nothing to cancel.
         if (!this.pending.has(id)) return;
         sent = true;
+        entry.held = mayBeHeld(op, args);
         this.transmit(ws, text, (err) => {
           if (err && this.pending.has(id)) {
             this.pending.delete(id);
@@ -339,7 +343,10 @@ export class Connection implements Transport {
     this.ws = null;
     this.resetSlots();
     const err = new QuaysideError('unavailable', 'connection closed');
-    for (const [, p] of this.pending) {
+    for (const [id, p] of this.pending) {
+      // Cancelled ahead of the close frame: an answer already on its way is given back by the
+      // server (we will not read it), so closing never leaves a message leased to nobody.
+      if (p.held && ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ id: this.nextId++, op: 'cancel', args: { request: id } }));
       p.cleanup();
       p.reject(err);
     }

@@ -210,6 +210,22 @@ describe('server: the WebSocket protocol', () => {
         await until(async () => (await c.request('stats', closingRef)).counts.leased === 0, `the message of round ${i} is not leased to the closed connection`);
         await c.request('purge', { ...closingRef, confirm: closingRef.queue });
       }
+      // Closed right after the push that wakes its pull, the answer perhaps already on its way: the
+      // client cancels its held pulls ahead of the close frame, so the message is either read by
+      // it or back in the queue.
+      for (let i = 0; i < 10; i++) {
+        const gone = new Connection({ url: emu.url, token: emu.token });
+        const held = gone.request('pull', { ...closingRef, waitMs: 60_000 }).then((r) => r.messages.length, () => 0);
+        await gone.request('clock.now', {});
+        await producer.request('push', { ...closingRef, body: `pushed, then closed ${i}` });
+        await gone.close();
+        const read = await held;
+        await until(async () => {
+          const { counts } = await c.request('stats', closingRef);
+          return read === 1 ? counts.leased === 1 : counts.leased === 0 && counts.ready === 1;
+        }, `round ${i}: read ${read}, so ${read ? 'leased to the reader' : 'back in the queue'}`);
+        await c.request('purge', { ...closingRef, confirm: closingRef.queue });
+      }
     } finally {
       await producer.close();
     }
