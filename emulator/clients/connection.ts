@@ -207,7 +207,7 @@ export class Connection implements Transport {
   }
 
   /** Send on the open socket (used for hello before the state is `open`). */
-  private send(op: OpName, args: unknown, signal?: AbortSignal): Promise<unknown> {
+  private send(op: OpName, args: unknown, signal?: AbortSignal, held = false): Promise<unknown> {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
       return Promise.reject(new QuaysideError('unavailable', `not connected to the emulator at ${this.activeUrl ?? this.url}`));
@@ -245,7 +245,7 @@ export class Connection implements Transport {
         // Aborted while it waited for a slot: it was never sent, so there is nothing to cancel.
         if (!this.pending.has(id)) return;
         sent = true;
-        entry.held = mayBeHeld(op, args);
+        entry.held = held;
         this.transmit(ws, text, (err) => {
           if (err && this.pending.has(id)) {
             this.pending.delete(id);
@@ -281,12 +281,13 @@ export class Connection implements Transport {
 
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
     if (opts.signal?.aborted) throw abortError(opts.signal);
-    if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts);
+    if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts, false);
     // Past the waiting pulls the server holds for one connection, a pull waits here for its turn.
-    return this.waitingPulls.run(opts.signal, () => this.requestNow(op, args, opts));
+    return this.waitingPulls.run(opts.signal, () => this.requestNow(op, args, opts, true));
   }
 
-  private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions): Promise<OpResult<K>> {
+  /** `held`: a pull the server may hold (see mayBeHeld), which close() cancels. */
+  private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions, held: boolean): Promise<OpResult<K>> {
     // Aborted while it waited for a slot or a connection: send() would add a listener too late.
     if (opts.signal?.aborted) throw abortError(opts.signal);
     // The socket may be closing (the emulator went away) before its close event has arrived:
@@ -300,7 +301,7 @@ export class Connection implements Transport {
       await this.openWithin(this.connectTimeoutMs, opts.signal);
       if (opts.signal?.aborted) throw abortError(opts.signal);
     }
-    return (await this.send(op, args, opts.signal)) as OpResult<K>;
+    return (await this.send(op, args, opts.signal, held)) as OpResult<K>;
   }
 
   /** Keep trying to (re)connect for up to `ms`, so a request rides out an emulator restart. */
@@ -363,7 +364,6 @@ export class Connection implements Transport {
     }
   }
 }
-
 
 /** Open a connection and wait for the hello to succeed. */
 export async function connect(opts: ConnectionOptions = {}): Promise<Connection> {

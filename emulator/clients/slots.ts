@@ -23,7 +23,7 @@ export class Slots {
    * keep its call order; else a promise that resolves once one is held, or rejects with the signal's
    * reason, holding none, if it aborts first.
    */
-  acquire(signal?: AbortSignal): Promise<void> | undefined {
+  private acquire(signal?: AbortSignal): Promise<void> | undefined {
     if (this.used < this.size && this.queue.length === 0) {
       this.used++;
       return undefined;
@@ -66,13 +66,8 @@ export class Slots {
     return queued ? queued.then(go) : go();
   }
 
-  release(): void {
+  private release(): void {
     if (this.used > 0) this.used--;
     if (this.used < this.size) this.queue.shift()?.go();
-  }
-
-  /** Slots held and callers waiting (tests). */
-  get counts(): { used: number; waiting: number } {
-    return { used: this.used, waiting: this.queue.length };
   }
 }

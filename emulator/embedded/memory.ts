@@ -48,12 +48,13 @@ export class LocalTransport implements Transport {
 
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
     if (opts.signal?.aborted) throw abortError(opts.signal);
-    if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts);
+    if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts, false);
     // Past the waiting pulls the server holds for one connection, a pull waits here for its turn.
-    return this.waitingPulls.run(opts.signal, () => this.requestNow(op, args, opts));
+    return this.waitingPulls.run(opts.signal, () => this.requestNow(op, args, opts, true));
   }
 
-  private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions): Promise<OpResult<K>> {
+  /** `holds`: a pull the session may hold (see mayBeHeld), which keeps the process alive while it waits. */
+  private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions, holds: boolean): Promise<OpResult<K>> {
     const signal = opts.signal;
     if (signal?.aborted) throw abortError(signal);
     if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
@@ -65,7 +66,6 @@ export class LocalTransport implements Transport {
     // The args as the server would see them off the socket: a BigInt or a cycle is invalid_argument,
     // and a request larger than a frame is refused as it would be over the network.
     const frame = JSON.parse(encodeRequest(id, op, args)) as { id: number; op: string; args?: unknown };
-    const holds = mayBeHeld(op, args);
     const answer = dispatch(this.engine, this.session, frame);
     return new Promise<OpResult<K>>((resolve, reject) => {
       const fail = (e: Error) => {

@@ -38,11 +38,6 @@ export interface VirtualClockControl {
   advance(ms: number): Promise<number>;
 }
 
-/**
- * The clock an option asks for (startEmulator, createMemoryQueues). A virtual one starts at
- * `start`, or now, but never before `notBefore`: the time a virtual clock had reached on the same
- * data directory (an advance may have taken it past now), so that stored times never run backwards.
- */
 /** What is wrong with a clock option (`'system'`, `'virtual'`, `{ start: epoch ms }`), or null when nothing is. */
 export function clockOptionProblem(c: unknown): string | null {
   if (c === undefined || c === 'system' || c === 'virtual') return null;
@@ -51,6 +46,11 @@ export function clockOptionProblem(c: unknown): string | null {
   return `clock must be "system", "virtual" or { start: <epoch ms> }, got ${JSON.stringify(c) ?? String(c)}`;
 }
 
+/**
+ * The clock an option asks for (startEmulator, createMemoryQueues). A virtual one starts at
+ * `start`, or now, but never before `notBefore`: the time a virtual clock had reached on the same
+ * data directory (an advance may have taken it past now), so that stored times never run backwards.
+ */
 export function clockFor(option: 'system' | VirtualClockOption | undefined, notBefore: number | null = null): Clock {
   if (option !== 'virtual' && (typeof option !== 'object' || option === null)) return new SystemClock();
   const asked = typeof option === 'object' ? option.start : Date.now();
