@@ -496,7 +496,24 @@ export function utf8Bytes(s: string): number {
 export function nameProblem(name: string): string | null {
   if (name.length > LIMITS.maxNameChars) return `must be at most ${LIMITS.maxNameChars} characters`;
   if (/[\u0000-\u001f]/.test(name)) return 'must not contain control characters';
+  if (hasLoneSurrogate(name)) return LONE_SURROGATE;
   return null;
+}
+
+/**
+ * Half of a UTF-16 surrogate pair on its own. SQLite stores text as UTF-8, where it cannot be
+ * written, so it would come back as U+FFFD and two different strings as the same one.
+ */
+const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const LONE_SURROGATE = 'must be well-formed Unicode (it has half of a surrogate pair on its own)';
+
+export function hasLoneSurrogate(s: string): boolean {
+  return LONE.test(s);
+}
+
+/** The text with each lone surrogate replaced by U+FFFD (for free text such as an error's, never refused). */
+export function toWellFormed(s: string): string {
+  return hasLoneSurrogate(s) ? s.replace(new RegExp(LONE.source, 'g'), '\ufffd') : s;
 }
 
 /** A value JSON.stringify writes as `null` without a word, and why. */

@@ -4,7 +4,7 @@ import type {
   Access, AuditEntry, ChangeEvent, ConsumerSettings, Delivery, Dialect, LagStep, MessageState, MessageView,
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
-import { LAG_STEPS, LAG_STEP_MS, LIMITS, lagStepOf, isBase64Text, isBinaryContentType, syncEnvelopeBytes } from '../protocol';
+import { LAG_STEPS, LAG_STEP_MS, LIMITS, lagStepOf, isBase64Text, isBinaryContentType, syncEnvelopeBytes, toWellFormed } from '../protocol';
 import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
@@ -779,7 +779,7 @@ export class Engine {
   /** One nack; its arguments are checked before anything moves, so a bad nack settles nothing. */
   private nackNow(args: { receipt: unknown; delayMs?: unknown; reason?: unknown; error?: unknown; dead?: unknown }, actor: Actor, scope: QueueRow | null, at: string): boolean {
     const reason = v.optStr(args.reason, `${at}reason`, 200);
-    const error = args.error === undefined || args.error === null ? null : v.str(args.error, `${at}error`, 1 << 20).slice(0, 8192);
+    const error = args.error === undefined || args.error === null ? null : toWellFormed(v.anyText(args.error, `${at}error`, 1 << 20).slice(0, 8192));
     const toDead = v.bool(args.dead, `${at}dead`) ?? false;
     const hit = this.leasedBy(args.receipt, actor, scope);
     // A stale receipt's delay is held to the named queue's limit too: an over-long delay is a bad
@@ -1129,7 +1129,9 @@ export class Engine {
         continue;
       }
       this.refreshDelayed(queueId, now);
-      this.note(q, 'ready', []);
+      // The instant kept is a lower bound: the message it came from may have gone since (expired
+      // while delayed, purged), and then nothing became ready and there is nothing to announce.
+      if (this.store.readyAtMost(queueId, now, 1) > 0) this.note(q, 'ready', []);
     }
     this.waiters.expire(now);
     for (const queueId of this.consumers.expire(now)) this.touched.add(queueId);

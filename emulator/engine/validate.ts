@@ -1,5 +1,5 @@
 import { invalid } from '../errors';
-import { LIMITS, lossyNullAt, lossyNullMessage, nameProblem } from '../protocol';
+import { LIMITS, LONE_SURROGATE, hasLoneSurrogate, lossyNullAt, lossyNullMessage, nameProblem } from '../protocol';
 
 // Argument checks shared by every operation: each names the field and what was wrong.
 
@@ -9,11 +9,19 @@ export function obj(v: unknown, name: string): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-export function str(v: unknown, name: string, max = 256): string {
+/** A non-empty string of at most `max` UTF-16 units, as it came (see `str` for what is stored as is). */
+export function anyText(v: unknown, name: string, max = 256): string {
   if (typeof v !== 'string') throw invalid(`${name} must be a string, got ${typeof v}`);
   if (v.length === 0) throw invalid(`${name} must not be empty`);
   if (v.length > max) throw invalid(`${name} must be at most ${max} characters`);
   return v;
+}
+
+/** A string that is kept and compared as it is: it must also be text SQLite can store unchanged. */
+export function str(v: unknown, name: string, max = 256): string {
+  const s = anyText(v, name, max);
+  if (hasLoneSurrogate(s)) throw invalid(`${name} ${LONE_SURROGATE}`);
+  return s;
 }
 
 export function optStr(v: unknown, name: string, max = 256): string | undefined {

@@ -234,6 +234,26 @@ describe('engine: decisions', () => {
       });
     }
 
+    it('half a surrogate pair: a name or key is refused (SQLite would store U+FFFD, two names as one); a nack error keeps U+FFFD in its place', async () => {
+      t = makeEngine();
+      for (const queue of ['b\ud800', 'b\udc00']) {
+        const err = await rejects(t.engine.createQueue({ namespace: 'ns', queue, dialect: 'cache' }));
+        assert.equal(err.code, 'invalid_argument');
+        assert.match(err.message, /^queue must be well-formed Unicode/);
+      }
+      assert.equal((await rejects(t.engine.createQueue({ namespace: 'x\ud800', queue: 'q', dialect: 'cache' }))).code, 'invalid_argument');
+      assert.deepEqual((await t.engine.listQueues({})).queues.map((q) => q.name), []);
+      await t.engine.createQueue({ ...ref, dialect: 'cache' });
+      assert.equal((await rejects(t.engine.push({ ...ref, body: 1, dedupeKey: 'k\ud800' }))).code, 'invalid_argument');
+      assert.equal((await t.engine.stats(ref)).counts.depth, 0);
+      // A whole pair is text like any other.
+      const { id } = await t.engine.push({ ...ref, body: 1, dedupeKey: 'k\ud83d\ude00' });
+      const [m] = (await t.engine.pull({ ...ref, max: 1 })).messages;
+      // An error's text comes from whatever the app threw; it is never a reason to refuse the nack.
+      assert.equal((await t.engine.nack({ receipt: m.receipt, error: 'bad \ud800 byte \ud83d\ude00', dead: true })).ok, true);
+      assert.equal((await t.engine.getMessage({ ...ref, id })).lastError, 'bad \ufffd byte \ud83d\ude00');
+    });
+
     it('unknown queues are not_found; a queue in another namespace is not found', async () => {
       t = makeEngine();
       await t.engine.createQueue({ ...ref, dialect: 'cache' });

@@ -235,6 +235,17 @@ describe('engine: message transitions', () => {
       assert.equal(m.deadReason, 'expired');
     }));
 
+  it('sync: a delayed message that reaches its max age first goes dead, and the end of its delay announces nothing', () =>
+    withQueue('sync', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1, delayMs: 5 * SECOND });
+      t.events.length = 0;
+      await t.advance(10 * SECOND);
+      const m = await t.engine.getMessage({ ...ref, id });
+      assert.equal(m.state, 'dead');
+      assert.equal(m.deadReason, 'expired');
+      assert.deepEqual(t.events.map((e) => e.kind), ['dead'], 'one event: the message went dead; none says something became ready');
+    }, { maxMessageAgeMs: 3 * SECOND }));
+
   it('env: a message older than the queue retention is dropped', () =>
     withQueue('env', async (t) => {
       const { id } = await t.engine.push({ ...ref, body: 1 });
