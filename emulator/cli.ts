@@ -34,6 +34,8 @@ quayside --help prints this, quayside --version the version.`;
 interface Args {
   _: string[];
   flags: Record<string, string | true>;
+  /** Options given more than once: a usage error, so `--ns prod --ns dev` never acts on either quietly. */
+  repeated?: string[];
 }
 
 const BOOLEAN = new Set(['json', 'memory', 'yes', 'exit-with-parent', 'free-tier', 'help', 'version']);
@@ -62,6 +64,7 @@ export function parseArgs(argv: string[]): Args {
     if (a.startsWith('--')) {
       const eq = a.indexOf('=');
       const key = eq > 0 ? a.slice(2, eq) : a.slice(2);
+      if (key in out.flags) (out.repeated ??= []).push(key);
       if (eq > 0) out.flags[key] = a.slice(eq + 1);
       else if (BOOLEAN.has(key) || i + 1 >= argv.length || argv[i + 1].startsWith('--')) out.flags[key] = true;
       else out.flags[key] = argv[++i];
@@ -111,6 +114,8 @@ function checkFlags(cmd: string, args: Args): void {
   for (const k of Object.keys(args.flags)) {
     if (!known.includes(k)) throw new UsageError(`unknown option --${k} for ${cmd}; it takes ${known.map((f) => `--${f}`).join(' ')}`);
   }
+  if (args.repeated?.length) throw new UsageError(`--${args.repeated[0]} is given more than once; give it once`);
+  if (args.flags.ns !== undefined && args.flags.namespace !== undefined) throw new UsageError('--ns and --namespace are the same option; give one');
 }
 
 function flag(args: Args, name: string, alias?: string): string | undefined {
@@ -261,6 +266,7 @@ async function start(args: Args): Promise<void> {
     if (NATIVE_FAILURE.test(err.message)) return fail('native_module', nativeHelp(err.message));
     if (err.code === 'EADDRINUSE') return fail('port_in_use', `port ${port} on ${host} is in use; choose another with --port (0 picks a free one)`);
     if (err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') return fail('listen', `cannot listen on ${host}:${port}: ${err.message}`);
+    if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return fail('listen', `cannot listen on ${host}: it is not an address or a host name this machine can resolve (try --host 127.0.0.1)`);
     if (err.name === 'StoreOpenError') return fail('data_dir', err.message);
     if (err.code === 'SQLITE_READONLY' || err.code === 'SQLITE_CANTOPEN' || err.code === 'SQLITE_FULL' || err.code === 'SQLITE_IOERR') {
       return fail('data_dir', `the data directory ${dataDir} cannot be used: ${err.message}`);

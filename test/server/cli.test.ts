@@ -102,6 +102,22 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     assert.equal((await emu.engine.listQueues({ namespace: 'cli' })).queues.some((q) => q.name === 'extra-args'), false, 'nothing was pushed');
   });
 
+  it('an option given twice is a usage error (64) that does nothing: purge --ns prod --ns dev purges neither', async () => {
+    for (const ns of ['twice-a', 'twice-b']) await emu.engine.push({ namespace: ns, queue: 'jobs', body: 1, create: 'cache' });
+    const conn = ['--url', emu.url, '--token', emu.token, '--json'];
+    for (const argv of [
+      ['purge', 'jobs', '--ns', 'twice-a', '--ns', 'twice-b', '--yes'],
+      ['purge', 'jobs', '--ns=twice-a', '--namespace', 'twice-b', '--yes'],
+      ['queues', '--ns', 'twice-a', '--ns', 'twice-b'],
+      ['push', 'jobs', '2', '--ns', 'twice-a', '--delay', '5', '--delay', '0'],
+    ]) {
+      const e = await fails(run(tsx, [cli, ...argv, ...conn]));
+      assert.equal(e?.code, 64, argv.join(' '));
+      assert.match(JSON.parse(e!.stderr).error.message, /given more than once|are the same option/);
+    }
+    for (const ns of ['twice-a', 'twice-b']) assert.equal((await emu.engine.stats({ namespace: ns, queue: 'jobs' })).counts.depth, 1, ns);
+  });
+
   it('a flag value out of range is a usage error (exit 64) whether the CLI or the emulator finds it, and does nothing', async () => {
     await emu.engine.push({ namespace: 'cli', queue: 'ranges', body: 1, create: 'cache' });
     const cases: [string[], RegExp][] = [
@@ -157,6 +173,14 @@ describe('quayside CLI: push --attributes, stats and show', function () {
 
 describe('quayside start: its options', function () {
   this.timeout(30_000);
+
+  it('a --host that names nothing this machine can resolve fails with a plain message (exit 1), not the resolver\'s error code', async () => {
+    const e = await fails(run(tsx, [cli, 'start', '--memory', '--port', '0', '--host', '0.0.0.0.0', '--json']));
+    assert.equal(e?.code, 1);
+    const line = JSON.parse(e!.stdout.trim().split('\n').pop()!);
+    assert.equal(line.code, 'listen');
+    assert.match(line.message, /cannot listen on 0\.0\.0\.0\.0: it is not an address or a host name this machine can resolve/);
+  });
 
   it('a port outside 0–65535 is a usage error (64), as a port that is not a number is', async () => {
     for (const port of ['99999', '-1', 'abc']) {
