@@ -83,11 +83,12 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     await server.listen();
     engine.saveClock();
   } catch (e) {
-    // A failed start leaves nothing open (the store's lock is released with it) and writes nothing more.
+    // A failed start leaves nothing open (the store's lock is released with it), and a data
+    // directory it created is removed again.
     try {
       await engine?.close({ flush: false });
     } finally {
-      store.close();
+      store.discard();
     }
     throw unwritable(e, opts.dataDir);
   }

@@ -99,13 +99,19 @@ export class Store implements QueueStore {
   /** The data directory's lock while this store holds it (see lockDataDir). */
   private lock: DirLock | null = null;
 
+  /** This open created the database file (and `createdDir`: its directory), which `discard()` removes. */
+  private readonly fresh: boolean = false;
+  private readonly createdDir: string | null = null;
+
   constructor(opts: StoreOptions) {
     this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
     if (opts.dataDir) {
+      if (!fs.existsSync(opts.dataDir)) this.createdDir = opts.dataDir;
       Store.prepareDir(opts.dataDir);
       this.lock = Store.lockDataDir(opts.dataDir);
     }
     const fresh = this.file !== null && !fs.existsSync(this.file);
+    this.fresh = fresh;
     try {
       this.db = Store.openDatabase(opts.dataDir, this.file);
     } catch (e) {
@@ -549,6 +555,24 @@ export class Store implements QueueStore {
     }
     this.db.close();
     this.unlock();
+  }
+
+  /**
+   * Closes a store whose start failed after it opened (a port in use): a database this open
+   * created is removed again, and the directory too if it made it and it is empty, so the failed
+   * start leaves the disk as it found it. A database that was there before is only closed.
+   */
+  discard(): void {
+    this.close();
+    if (!this.fresh || !this.file) return;
+    for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) fs.rmSync(f, { force: true });
+    if (this.createdDir) {
+      try {
+        fs.rmdirSync(this.createdDir);
+      } catch {
+        // not empty: something else is in it now, so it is not ours to remove
+      }
+    }
   }
 
   /** Writes the counts, then copies the WAL back into the database without waiting on readers (no-op in memory). */

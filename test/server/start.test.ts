@@ -81,6 +81,32 @@ describe('startEmulator: options', () => {
       }),
     ));
 
+  it('a start that fails on a data directory it created (the port is taken) removes it again; one that was there keeps its data', () =>
+    inTempDir((dir) =>
+      withTakenPort(async (port) => {
+        const fresh = path.join(dir, 'new', 'data');
+        await assert.rejects(startEmulator({ dataDir: fresh, port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
+        assert.equal(fs.existsSync(fresh), false, 'the directory the failed start made is gone');
+        // A directory that was there, empty: it stays, and nothing is left in it.
+        fs.mkdirSync(fresh, { recursive: true });
+        await assert.rejects(startEmulator({ dataDir: fresh, port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
+        assert.deepEqual(fs.readdirSync(fresh), []);
+        // A database that was there is only closed.
+        const first = await startEmulator({ dataDir: fresh });
+        const cache = createCache({ url: first.url, token: first.token, namespace: 'n' });
+        await cache.queue('q').push(1);
+        await cache.close();
+        await first.close();
+        await assert.rejects(startEmulator({ dataDir: fresh, port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
+        const again = await startEmulator({ dataDir: fresh });
+        try {
+          assert.equal((await again.engine.stats({ namespace: 'n', queue: 'q' })).counts.depth, 1);
+        } finally {
+          await again.close();
+        }
+      }),
+    ));
+
   it('a data directory another emulator holds is refused with the stable code data_dir (problem in_use)', () =>
     inTempDir(async (dir) => {
       const first = await startEmulator({ dataDir: dir });
