@@ -188,8 +188,25 @@ function sendError(e: unknown): unknown {
   return e;
 }
 
+/**
+ * An engine refusal in the product's words: the engine names the operation it was sent
+ * (`queue.create`, `push`, `dead.purge`) and the queue's namespace; the caller called `op` on a
+ * tenant's queue. Codes, details and the cause are kept.
+ */
+function productError(e: unknown, op: string, tenant: string, id: string): unknown {
+  if (!(e instanceof QuaysideError)) return e;
+  if (e.code === 'forbidden' && e.message.startsWith('a read-only token cannot call ')) {
+    return new QuaysideError('forbidden', `${op}(): this token is read-only; ${op} needs a read-write token`, { details: e.details, cause: e });
+  }
+  if (e.code === 'not_found' && e.message.startsWith('queue "')) {
+    return new QuaysideError('not_found', `${op}(): queue "${id}" not found for tenant "${tenant}"`, { details: e.details, cause: e });
+  }
+  return e;
+}
+
 /** One tenant's queue of this handle: set up (created or configured) on its first use. */
 interface Site {
+  tenant: string;
   ref: QueueRef;
   ensured: Promise<void> | null;
   /**
@@ -246,7 +263,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
     return s;
   }
   function newSite(t: string): Site {
-    return { ref: { namespace: namespaceOf(t), queue: id! }, ensured: null, ready: false, createRefused: null };
+    return { tenant: t, ref: { namespace: namespaceOf(t), queue: id! }, ensured: null, ready: false, createRefused: null };
   }
   const home = newSite(tenantId);
   /** Set by close(): a stream then ends instead of retrying. */
@@ -292,17 +309,24 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
     if (differs) await transport.request('queue.configure', { ...s.ref, policy: own });
   }
 
-  /** Runs an operation on the queue; a queue that vanished (a restarted in-memory emulator) is made again. */
-  async function onQueue<T>(s: Site, fn: () => Promise<T>, write = false): Promise<T> {
-    if (!s.ready) await ensure(s, write);
+  /**
+   * Runs the product operation `op` on the queue; a queue that vanished (a restarted in-memory
+   * emulator) is made again. Its errors are told in the product's words (see productError).
+   */
+  async function onQueue<T>(s: Site, op: string, fn: () => Promise<T>, write = false): Promise<T> {
     try {
-      return await fn();
+      if (!s.ready) await ensure(s, write);
+      try {
+        return await fn();
+      } catch (e) {
+        if (!isCode(e, 'not_found')) throw e;
+        s.ensured = null;
+        s.ready = false;
+        await ensure(s, write);
+        return await fn();
+      }
     } catch (e) {
-      if (!isCode(e, 'not_found')) throw e;
-      s.ensured = null;
-      s.ready = false;
-      await ensure(s, write);
-      return fn();
+      throw productError(e, op, s.tenant, id!);
     }
   }
 
@@ -383,7 +407,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       const s = site(o.tenantId);
       const signal = optSignal(o.signal);
       if (signal?.aborted) return null;
-      if (!s.ready) await ensure(s, true);
+      if (!s.ready) await ensure(s, true).catch((e) => Promise.reject(productError(e, 'recv', s.tenant, id!)));
       try {
         return await receive<T>(s, wait ? timeoutMs : 0, leaseMs, who, signal);
       } catch (e) {
@@ -408,7 +432,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       let waitMs = Math.min(timeoutMs, LIMITS.maxWaitMs);
       for (;;) {
         const args = { ...s.ref, max: 1, leaseMs, waitMs: waitMs || undefined, waitUntil: until, consumerId: who };
-        const r = await onQueue(s, () => transport.request('pull', args, { signal }), true);
+        const r = await onQueue(s, 'recv', () => transport.request('pull', args, { signal }), true);
         const got = r.messages;
         if (got.length > 0) {
           // The lease this delivery got (the queue's default at the pull, when none was asked for):
@@ -468,7 +492,13 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       onlyKeys(o as unknown as Record<string, unknown>, ['data', 'delayMs', 'idempotencyKey', 'idempotencyTtlMs', 'orderingKey', 'meta', 'tenantId'], 'send');
       if (o.data === undefined) throw invalidArg('send() needs data (any JSON value)');
       jsonValue(o.data, 'data');
-      if (o.meta !== undefined && o.meta !== null) jsonValue(o.meta, 'meta');
+      if (o.meta !== undefined && o.meta !== null) {
+        // The product's meta is a record: what a receiver reads as msg.meta.key.
+        if (typeof o.meta !== 'object' || Array.isArray(o.meta)) {
+          throw invalidArg(`send: meta must be an object of JSON values, got ${Array.isArray(o.meta) ? 'an array' : typeof o.meta}`, { field: 'meta' });
+        }
+        jsonValue(o.meta, 'meta');
+      }
       if (schema) {
         // Validated at send. What is stored is the data as sent (the schema's input): the receiver
         // parses it again, so a transforming schema runs once, on the consumer's side.
@@ -494,7 +524,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
         if (size > limit) throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${limit})`, { details: { size, limit } });
       }
       try {
-        const r = await onQueue(s, () => transport.request('push', { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta }), true);
+        const r = await onQueue(s, 'send', () => transport.request('push', { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta }), true);
         return { messageId: r.id };
       } catch (e) {
         throw sendError(e);
@@ -516,7 +546,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       let cursor: string | undefined;
       // dead.list pages hold at most 1000; a larger limit reads several.
       while (out.length < limit) {
-        const page = await onQueue(s, () => transport.request('dead.list', { ...s.ref, limit: Math.min(1000, limit - out.length), cursor }));
+        const page = await onQueue(s, 'dlq', () => transport.request('dead.list', { ...s.ref, limit: Math.min(1000, limit - out.length), cursor }));
         for (const m of page.messages) {
           const e: DlqEntry<T> = { messageId: m.id, data: m.body as T, attempts: m.attempts, movedAt: m.deadAt ?? 0, reason: m.deadReason ?? 'max_deliveries_exceeded' };
           if (m.lastError) e.lastError = m.lastError;
@@ -535,12 +565,12 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       if (mid === undefined) throw invalidArg('dlqRemove() needs a messageId');
       const s = site(o.tenantId);
       if (!/^m_[1-9][0-9]{0,15}$/.test(mid)) return false;
-      const r = await onQueue(s, () => transport.request('dead.purge', { ...s.ref, ids: [mid] }), true);
+      const r = await onQueue(s, 'dlqRemove', () => transport.request('dead.purge', { ...s.ref, ids: [mid] }), true);
       return r.purged > 0;
     },
 
     async stats() {
-      const r = await onQueue(home, () => transport.request('stats', home.ref));
+      const r = await onQueue(home, 'stats', () => transport.request('stats', home.ref));
       return { ready: r.counts.ready, delayed: r.counts.delayed, inFlight: r.counts.leased, dlq: r.counts.dead };
     },
 

@@ -4,7 +4,7 @@ import * as memory from '../../../emulator/embedded/memory';
 import type { SyncQueue, SyncQueueOptions, SyncSchema } from '../../../emulator/clients/sync-face';
 import { startEmulator } from '../../../emulator/emulator';
 import { LIMITS } from '../../../emulator/protocol';
-import { MINUTE, fresh, rejects, until } from '../support';
+import { MINUTE, fresh, rejects, startTestEmulator, until } from '../support';
 import { variants, type Harness } from './harness';
 
 // What the real product's references/api.md gives that DESIGN.md's summary leaves out (schema,
@@ -381,9 +381,47 @@ for (const variant of variants) {
         assert.doesNotMatch(bigint.message, /\bbody\b|\bpush\b/);
         assert.deepEqual(await q.stats(), { ready: 0, delayed: 0, inFlight: 0, dlq: 0 });
       });
+
+      it('meta is a record: a string, number or array is refused invalid_argument naming meta, and nothing is sent', async () => {
+        const q = h.queue({ id: fresh('meta') });
+        for (const meta of ['str', 7, [1, 2], true]) {
+          const e = await rejects(q.send({ data: 1, meta: meta as never }));
+          assert.equal(e.code, 'invalid_argument');
+          assert.match(e.message, /^send: meta must be an object/);
+        }
+        await q.send({ data: 1, meta: { trace: 'abc', n: [1] } });
+        assert.deepEqual((await q.recv({ wait: false }))?.meta, { trace: 'abc', n: [1] });
+        assert.equal((await q.stats()).inFlight, 1, 'only the good send enqueued');
+      });
     });
   });
 }
+
+describe('conformance: sync — refusals in the product\'s words (a read-only token, a missing queue)', () => {
+  it('names the call made and the tenant, never the engine\'s operation (queue.create, push, pull, dead.purge) or namespace', async () => {
+    const emu = await startTestEmulator();
+    const ro = remote.queue({ id: 'nope', tenantId: 't1', url: emu.url, token: await emu.createToken({ access: 'read' }) });
+    const rw = remote.queue({ id: 'there', tenantId: 't1', url: emu.url, token: emu.token });
+    const roThere = remote.queue({ id: 'there', tenantId: 't1', url: emu.url, token: await emu.createToken({ access: 'read' }) });
+    try {
+      await rw.send({ data: 1 });
+      const missing = await rejects(ro.dlq());
+      assert.equal(missing.code, 'not_found');
+      assert.equal(missing.message, 'dlq(): queue "nope" not found for tenant "t1"');
+      for (const q of [ro, roThere]) {
+        for (const [op, call] of [['send', () => q.send({ data: 1 })], ['recv', () => q.recv({ wait: false })], ['dlqRemove', () => q.dlqRemove({ messageId: 'm_1' })]] as const) {
+          const e = await rejects(call());
+          assert.equal(e.code, 'forbidden', op);
+          assert.equal(e.message, `${op}(): this token is read-only; ${op} needs a read-write token`);
+        }
+      }
+      assert.deepEqual(await roThere.stats(), { ready: 1, delayed: 0, inFlight: 0, dlq: 0 }, 'a read-only handle still reads; nothing moved');
+    } finally {
+      for (const q of [ro, rw, roThere]) await q.close();
+      await emu.close();
+    }
+  });
+});
 
 describe('conformance: sync — a long recv on the system clock (real time)', function () {
   this.timeout(20000);
