@@ -132,7 +132,8 @@ describe('reliability: resources and faults', function () {
       [['--token'], /--token needs a value/],
       [['--data-dir', 'x'], /unknown option --data-dir for start/],
       [['--memroy'], /unknown option --memroy/],
-      [['--memory', '--data', 'x'], /exclude each other/],
+      [['--memory'], /exclude each other/], // with the --data startChild gives
+      [['--data', 'x'], /--data is given more than once/],
     ] as const) {
       const dir = tempDir();
       const r = await startChild({ dataDir: dir, args: [...args] });
