@@ -17,11 +17,11 @@ const USAGE = `quayside <command> [options]
   delete Q     delete a queue          --ns NAMESPACE --yes
   push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
                                        (BODY "-" reads stdin)
-  peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N]
+  peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N] [--cursor ID]
   show Q ID    one message in full     --ns NAMESPACE
   export Q     every message, as JSON  --ns NAMESPACE [--state ready,delayed,leased,dead] [--format json|ndjson] [--out FILE]
   stats Q      counts and 24 h of lag  --ns NAMESPACE
-  dead Q       list dead letters       --ns NAMESPACE [--limit N]
+  dead Q       list dead letters       --ns NAMESPACE [--limit N] [--cursor ID]
   replay Q     dead letters → queue    --ns NAMESPACE [--ids a,b] [--max N]
   purge-dead Q delete dead letters     --ns NAMESPACE [--ids a,b]
   purge Q      delete live messages    --ns NAMESPACE --yes
@@ -87,9 +87,9 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   push: [...CLIENT_FLAGS, ...NS_FLAGS, 'delay', 'dedupe', 'attributes'],
   stats: [...CLIENT_FLAGS, ...NS_FLAGS],
   show: [...CLIENT_FLAGS, ...NS_FLAGS],
-  peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit'],
+  peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit', 'cursor'],
   export: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'format', 'out'],
-  dead: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit'],
+  dead: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit', 'cursor'],
   replay: [...CLIENT_FLAGS, ...NS_FLAGS, 'ids', 'max'],
   'purge-dead': [...CLIENT_FLAGS, ...NS_FLAGS, 'ids'],
   purge: [...CLIENT_FLAGS, ...NS_FLAGS, 'yes'],
@@ -166,6 +166,11 @@ function intFlag(args: Args, name: string, min = 0, max = Number.MAX_SAFE_INTEGE
 }
 
 const STATES: readonly MessageView['state'][] = ['ready', 'delayed', 'leased', 'dead'];
+
+/** A page's footer when more follow: a table that stops at its limit must not pass for the whole list. */
+function morePages(page: { messages: unknown[]; next: string | null }): string {
+  return page.next ? `\n… more follow: the next page with --cursor ${page.next} (pages of up to ${LIMITS.maxPageSize} with --limit)` : '';
+}
 
 /** `--state ready,leased`: states by name, checked here so that a typo is a usage error. */
 function statesFlag(args: Args): MessageView['state'][] | undefined {
@@ -373,8 +378,8 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'peek': {
-        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: statesFlag(args), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 20 });
-        out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']));
+        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: statesFlag(args), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 20, cursor: flag(args, 'cursor') });
+        out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']) + morePages(r));
         break;
       }
       case 'export': {
@@ -420,9 +425,9 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'dead': {
-        const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 100 });
+        const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 100, cursor: flag(args, 'cursor') });
         // `reason` as the cache product's deadLetters() calls it, beside the protocol's deadReason.
-        out({ ...r, messages: r.messages.map((m: MessageView) => ({ ...m, reason: m.deadReason })) }, `${r.total} dead letter(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']));
+        out({ ...r, messages: r.messages.map((m: MessageView) => ({ ...m, reason: m.deadReason })) }, `${r.total} dead letter(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']) + morePages(r));
         break;
       }
       case 'replay': {

@@ -118,6 +118,25 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     for (const ns of ['twice-a', 'twice-b']) assert.equal((await emu.engine.stats({ namespace: ns, queue: 'jobs' })).counts.depth, 1, ns);
   });
 
+  it('peek and dead say when more pages follow and take --cursor for the next one (a table that stops at its limit is not the whole list)', async () => {
+    const ref = { namespace: 'cli', queue: 'pages' };
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await emu.engine.push({ ...ref, body: { i }, create: 'cache' })).id);
+    for (const m of (await emu.engine.pull({ ...ref, max: 3 })).messages) await emu.engine.nack({ receipt: m.receipt, dead: true });
+    const conn = ['--ns', 'cli', '--url', emu.url, '--token', emu.token];
+    for (const cmd of ['peek', 'dead']) {
+      // Live messages (peek's default): 2, in pages of 1; dead letters: 3, in pages of 2.
+      const limit = cmd === 'peek' ? '1' : '2';
+      const first = (await run(tsx, [cli, cmd, 'pages', '--limit', limit, ...conn])).stdout;
+      const cursor = /more follow: the next page with --cursor (\S+) /.exec(first)?.[1];
+      assert.ok(cursor, `${cmd}: the first page says more follow:\n${first}`);
+      const second = (await run(tsx, [cli, cmd, 'pages', '--limit', limit, '--cursor', cursor, ...conn])).stdout;
+      assert.doesNotMatch(second, /more follow/, `${cmd}: the last page says nothing more`);
+      const shown = (text: string) => ids.filter((id) => new RegExp(`^${id}\\b`, 'm').test(text));
+      assert.deepEqual([...shown(first), ...shown(second)], cmd === 'dead' ? ids.slice(0, 3) : ids.slice(3), `${cmd}: the two pages hold every message once`);
+    }
+  });
+
   it('a flag value out of range is a usage error (exit 64) whether the CLI or the emulator finds it, and does nothing', async () => {
     await emu.engine.push({ namespace: 'cli', queue: 'ranges', body: 1, create: 'cache' });
     const cases: [string[], RegExp][] = [
