@@ -416,6 +416,10 @@ export async function runConsumer<Body = unknown>(appOrModule: ConsumerApp<Body,
     if (reattaching || stopped) return;
     reattaching = true;
     try {
+      // The emulator freed this run's slots with the old connection, but batches still in their
+      // handlers are in flight: attaching now could start more than maxConcurrency at once. They
+      // settle over the new connection; their lease end bounds the wait.
+      await Promise.all([...inHand].map(finishOrTimeOut));
       for (let wait = 50; !stopped; wait = Math.min(wait * 2, 2000)) {
         try {
           await attach(false);

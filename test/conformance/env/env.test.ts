@@ -610,6 +610,52 @@ describe('conformance: env (seeds/001)', function () {
         assert.deepEqual(seen, ['before', 'after']);
       });
     });
+
+    it('a batch still in its handler across a restart keeps its place in maxConcurrency: the next batch waits for it', async function () {
+      this.timeout(30000);
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-env-'));
+      let e1 = await startEmulator({ dataDir: dir });
+      const { port, token } = e1;
+      const h = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      await fetch(`${e1.httpUrl}/v1/queues`, { method: 'POST', headers: h, body: JSON.stringify({ project: 'p', environment: 'dev', slug: 'q' }) });
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const started: unknown[] = [];
+      let running = 0;
+      let most = 0;
+      const c = await runConsumer({
+        async queue(b) {
+          started.push(b.messages[0].body);
+          most = Math.max(most, ++running);
+          if (b.messages[0].body === 'one') await gate;
+          running--;
+        },
+      }, { url: e1.url, token, project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1, maxConcurrency: 1, visibilityMs: 60_000 });
+      const sender = createEnv({ url: e1.url, token, project: 'p', environment: 'dev' });
+      try {
+        await sender.queue.send('q', 'one');
+        await until(() => started.length === 1, '"one" is in its handler');
+        await e1.close();
+        e1 = await startEmulator({ dataDir: dir, port, token });
+        await sender.queue.send('q', 'two');
+        // The consumer is connected again, and "two" is ready; still "one" holds the only slot.
+        await until(async () => ((await (await fetch(`${e1.httpUrl}/healthz`)).json()) as any).connections >= 2, 'the consumer reconnected', 10000);
+        await new Promise((r) => setTimeout(r, 300));
+        assert.deepEqual(started, ['one'], '"two" did not start while "one" was still in its handler');
+        release();
+        await until(() => started.length === 2, '"two" once "one" finished', 10000);
+        assert.equal(most, 1, 'never two handlers at once');
+        // "one" was acked on the new connection: nothing is left.
+        await until(async () => (await sender.queue.send('q', 'three'), true), 'sent');
+        await until(() => started.length === 3, '"three"', 10000);
+      } finally {
+        release();
+        await c.stop();
+        await sender.close();
+        await e1.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
   });
 
   describe('the failed area (no dead-letter queue)', () => {
