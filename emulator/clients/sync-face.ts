@@ -207,7 +207,8 @@ function productError(e: unknown, op: string, tenant: string, id: string): unkno
 /** One tenant's queue of this handle: set up (created or configured) on its first use. */
 interface Site {
   tenant: string;
-  ref: QueueRef;
+  /** With `dialect`: a queue of that name made by another dialect is not this handle's (not_found, then conflict). */
+  ref: QueueRef & { dialect: 'sync' };
   ensured: Promise<void> | null;
   /**
    * Set once `ensured` has resolved. Calls then go out without waiting on it, in the order they
@@ -263,7 +264,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
     return s;
   }
   function newSite(t: string): Site {
-    return { tenant: t, ref: { namespace: namespaceOf(t), queue: id! }, ensured: null, ready: false, createRefused: null };
+    return { tenant: t, ref: { namespace: namespaceOf(t), queue: id!, dialect: 'sync' }, ensured: null, ready: false, createRefused: null };
   }
   const home = newSite(tenantId);
   /** Set by close(): a stream then ends instead of retrying. */
@@ -297,7 +298,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
   async function create(s: Site): Promise<void> {
     let info: QueueInfo;
     try {
-      info = await transport.request('queue.create', { ...s.ref, dialect: 'sync', policy: own, ifNotExists: true });
+      info = await transport.request('queue.create', { ...s.ref, policy: own, ifNotExists: true });
     } catch (e) {
       if (!isCode(e, 'forbidden')) throw e;
       s.createRefused = e as QuaysideError;

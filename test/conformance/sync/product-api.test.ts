@@ -397,6 +397,30 @@ for (const variant of variants) {
   });
 }
 
+describe('conformance: sync — a handle sees only sync queues', () => {
+  it('after its queue is deleted and the name is taken by a cache queue, an old handle is refused conflict and touches nothing there', async () => {
+    const emu = await startTestEmulator();
+    const q = remote.queue({ id: 'jobs', tenantId: 't', url: emu.url, token: emu.token });
+    try {
+      await q.send({ data: 'sync-1' });
+      assert.equal((await q.recv({ wait: false }))?.data, 'sync-1');
+      await emu.engine.deleteQueue({ namespace: 't', queue: 'jobs' });
+      await emu.engine.push({ namespace: 't', queue: 'jobs', body: { fromCache: 1 }, create: 'cache' });
+      for (const [op, call] of [['send', () => q.send({ data: 'sync-2' })], ['recv', () => q.recv({ wait: false })], ['dlq', () => q.dlq()], ['stats', () => q.stats()]] as const) {
+        const e = await rejects(call());
+        assert.equal(e.code, 'conflict', op);
+        assert.match(e.message, /cache queue/, op);
+      }
+      const cache = await emu.engine.peek({ namespace: 't', queue: 'jobs' });
+      assert.deepEqual(cache.messages.map((m) => [m.body, m.state, m.attempts]), [[{ fromCache: 1 }, 'ready', 0]], 'the cache queue is as the cache client left it');
+      assert.equal((await emu.engine.getQueue({ namespace: 't', queue: 'jobs' })).dialect, 'cache');
+    } finally {
+      await q.close();
+      await emu.close();
+    }
+  });
+});
+
 describe('conformance: sync — refusals in the product\'s words (a read-only token, a missing queue)', () => {
   it('names the call made and the tenant, never the engine\'s operation (queue.create, push, pull, dead.purge) or namespace', async () => {
     const emu = await startTestEmulator();
