@@ -3,7 +3,7 @@ import type { Delivery, LagStep, MessageView } from '../protocol';
 import { emptyLagHistory } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, callOnError, invalidArg, isAbort, isCode, jsonValue, onlyKeys, options, optCount, optFunction, optMs, optObject, optSeconds, optSignal, optString, pause, throwIfAborted, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, callOnError, invalidArg, isAbort, isCode, jsonValue, onlyKeys, options, optCount, optFunction, optMs, optObject, optSeconds, optSignal, optString, pause, readOnlyRefusal, throwIfAborted, thrownText } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -306,7 +306,7 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
       if (body === undefined) throw invalidArg('push(body) needs a body (any JSON value)');
       jsonValue(body, 'body');
       const r = await t().request('push', { ...ref, body, delayMs, dedupeKey, create: 'cache' }).catch((e) => {
-        throw inSeconds(e, delayMs);
+        throw readOnlyRefusal(inSeconds(e, delayMs), 'push');
       });
       return { id: r.id, deduped: r.deduped };
     },
@@ -315,8 +315,10 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
       const o = options(opts, 'pull', ['max', 'visibilitySeconds', 'waitMs', 'signal']);
       // A pull that may wait, on a queue nobody made yet, makes the (empty) queue and waits there,
       // as consume() does: answering [] at once would turn a `pull({ waitMs })` loop into a spin.
-      if (o.waitMs) return orNotFound(pullRaw<T>(o), () => createEmpty().then(() => pullRaw<T>(o)));
-      return orEmpty(pullRaw<T>(o), []);
+      const pulled: Promise<CacheMessage<T>[]> = o.waitMs ? orNotFound(pullRaw<T>(o), () => createEmpty().then(() => pullRaw<T>(o))) : orEmpty(pullRaw<T>(o), []);
+      return pulled.catch((e): never => {
+        throw readOnlyRefusal(e, 'pull');
+      });
     },
 
     async ack(receipt, ...rest: unknown[]) {
@@ -404,12 +406,16 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
     async replay(o) {
       // ids: [] goes to the emulator too: every replay is audited (count 0), and a read-only token refused.
       const ids = idsOf(o);
-      return orEmpty(t().request('dead.replay', { ...ref, ids, max: ids ? undefined : 100 }), { replayed: 0 });
+      return orEmpty(t().request('dead.replay', { ...ref, ids, max: ids ? undefined : 100 }), { replayed: 0 }).catch((e): never => {
+        throw readOnlyRefusal(e, 'replay');
+      });
     },
 
     async purgeDead(o) {
       const ids = idsOf(o);
-      return orEmpty(t().request('dead.purge', { ...ref, ids }), { purged: 0 });
+      return orEmpty(t().request('dead.purge', { ...ref, ids }), { purged: 0 }).catch((e): never => {
+        throw readOnlyRefusal(e, 'purgeDead');
+      });
     },
 
     async stats() {

@@ -190,3 +190,12 @@ export function thrownText(e: unknown): string {
   const text = errorText(e);
   return (text ? text : `threw ${typeof e === 'string' ? '""' : String(e)}`).slice(0, 8192);
 }
+
+/**
+ * A read-only token's refusal in the product's words: the emulator names the operation it was sent
+ * (`dead.replay`, `queue.create`); the app called `op` (`replay`, `recv`). Other errors pass as they are.
+ */
+export function readOnlyRefusal(e: unknown, op: string): unknown {
+  if (!(e instanceof QuaysideError) || e.code !== 'forbidden' || !e.message.startsWith('a read-only token cannot call ')) return e;
+  return new QuaysideError('forbidden', `${op}(): this token is read-only; ${op} needs a read-write token`, { details: e.details, cause: e });
+}

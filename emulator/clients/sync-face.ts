@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause } from './common';
+import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
@@ -195,9 +195,7 @@ function sendError(e: unknown): unknown {
  */
 function productError(e: unknown, op: string, tenant: string, id: string): unknown {
   if (!(e instanceof QuaysideError)) return e;
-  if (e.code === 'forbidden' && e.message.startsWith('a read-only token cannot call ')) {
-    return new QuaysideError('forbidden', `${op}(): this token is read-only; ${op} needs a read-write token`, { details: e.details, cause: e });
-  }
+  if (e.code === 'forbidden') return readOnlyRefusal(e, op);
   if (e.code === 'not_found' && e.message.startsWith('queue "')) {
     return new QuaysideError('not_found', `${op}(): queue "${id}" not found for tenant "${tenant}"`, { details: e.details, cause: e });
   }

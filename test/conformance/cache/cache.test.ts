@@ -828,10 +828,12 @@ describe('conformance: cache (seeds/000)', function () {
       open.push(ro);
       const rq = ro.queue('rw');
       assert.equal((await rq.deadLetters()).total, 1); // listing is a read
-      for (const p of [rq.replay(), rq.purgeDead(), rq.push('no')]) {
+      for (const [op, p] of [['replay', rq.replay()], ['purgeDead', rq.purgeDead()], ['push', rq.push('no')], ['pull', rq.pull()]] as const) {
         const e = await rejects(p);
         assert.equal(e.code, 'forbidden');
         assert.equal(e.status, 403);
+        // In the cache API's words: the call the app made, not the emulator's operation (dead.replay).
+        assert.equal(e.message, `${op}(): this token is read-only; ${op} needs a read-write token`);
       }
       assert.equal((await q.deadLetters()).total, 1);
     });
