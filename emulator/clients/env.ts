@@ -201,7 +201,15 @@ export interface ConsumerEnv extends Record<string, unknown> {
 /** The app: any object (a literal, a class instance) with this handler; other members are its own. */
 export interface ConsumerApp<Body = unknown, E = ConsumerEnv> {
   queue(batch: MessageBatch<Body>, env: E, ctx: ExecutionContext): unknown;
+  /** The same module's HTTP handler, as the platform's apps have one (the seed's `fetch`); runConsumer does not call it. */
+  fetch?(request: any, env: E, ctx: ExecutionContext): unknown;
 }
+
+/**
+ * The `env` option as the app's own env type needs it: the bindings besides `queue` (which
+ * runConsumer provides), required when the app's env declares required ones.
+ */
+export type ConsumerBindings<E> = {} extends Omit<E, 'queue'> ? { env?: Omit<E, 'queue'> } : { env: Omit<E, 'queue'> };
 
 export interface RunConsumerOptions {
   url?: string;
@@ -245,7 +253,10 @@ type Settle = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; error?: strin
  * to push delivery and calls `app.queue(batch, env, ctx)` per batch. Re-attaches after the emulator
  * restarts.
  */
-export async function runConsumer<Body = unknown>(appOrModule: ConsumerApp<Body, any> | { default: ConsumerApp<Body, any> }, opts: RunConsumerOptions): Promise<RunningConsumer> {
+export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } = ConsumerEnv>(
+  appOrModule: ConsumerApp<Body, E> | { default: ConsumerApp<Body, E> },
+  opts: RunConsumerOptions & ConsumerBindings<E>,
+): Promise<RunningConsumer> {
   // The seed's app is `export default { queue }`: require() of that module hands over { default }.
   const given = appOrModule as Partial<ConsumerApp<Body, any>> & { default?: ConsumerApp<Body, any> } | null | undefined;
   const app = given && typeof given.queue !== 'function' && given.default ? given.default : (given as ConsumerApp<Body, any>);
