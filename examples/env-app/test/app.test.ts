@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { startEmulator, type Emulator } from 'quayside/emulator';
+import { startEmulator, type VirtualEmulator } from 'quayside/emulator';
 import { createEnv, runConsumer, type Env, type RunningConsumer } from 'quayside/env';
-import app, { type AppEnv } from '../app';
+import app from '../app';
 
 async function until(cond: () => boolean, ms = 5000) {
   const end = Date.now() + ms;
@@ -13,7 +13,7 @@ async function until(cond: () => boolean, ms = 5000) {
 }
 
 describe('examples/env-app', () => {
-  let emu: Emulator;
+  let emu: VirtualEmulator;
   let env: Env;
   let consumer: RunningConsumer;
   const charges = new Map<string, number>();
@@ -31,7 +31,7 @@ describe('examples/env-app', () => {
     await emu.close();
   });
 
-  const post = (order: unknown) => app.fetch(new Request('http://app/orders', { method: 'POST', body: JSON.stringify(order) }), { queue: env.queue, charges } as AppEnv);
+  const post = (order: unknown) => app.fetch(new Request('http://app/orders', { method: 'POST', body: JSON.stringify(order) }), { queue: env.queue, charges });
 
   it('an order posted twice is charged once', async () => {
     assert.equal((await post({ id: 'o_1', amount: 5 })).status, 202);
@@ -43,7 +43,7 @@ describe('examples/env-app', () => {
 
   it('a retried order is charged after its delay', async () => {
     await post({ id: 'o_flaky', amount: 3 });
-    const clock = emu.clock!;
+    const clock = emu.clock;
     await clock.advance(5000); // a batch of one goes after maxBatchTimeoutMs
     await clock.advance(10_000); // the retry delay
     await clock.advance(5000);
