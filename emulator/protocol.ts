@@ -241,7 +241,16 @@ export interface ClockEvent {
   now: number;
 }
 
-export type ServerEvent = ChangeEvent | DeliverEvent | ClockEvent;
+/** A registered consumer let go by the emulator: its queue was deleted, so no batch will come. */
+export interface ConsumerDroppedEvent {
+  event: 'consumer_dropped';
+  consumer: string;
+  namespace: string;
+  queue: string;
+  reason: 'queue_deleted';
+}
+
+export type ServerEvent = ChangeEvent | DeliverEvent | ClockEvent | ConsumerDroppedEvent;
 
 /**
  * Every operation: its arguments and its result. A request frame is

@@ -394,6 +394,13 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   }
 
   const offEvent = transport.onEvent((e: ServerEvent) => {
+    if (e.event === 'consumer_dropped' && e.consumer === consumerId && !stopped) {
+      // Deleted with its queue: say so once, rather than go quiet. A queue made again under the
+      // slug has no consumer app until one is set, so this run gets nothing from it.
+      consumerId = null;
+      onError(new QuaysideError('not_found', `queue "${slug}" was deleted, and this consumer with it: no more batches will come (run the consumer again once the queue exists)`), { queue: slug, messages: [], ackAll() {}, retryAll() {} });
+      return;
+    }
     // A batch sent before the emulator took the detach is in hand: handled, not dropped (it would
     // sit leased until its lease ended, an attempt spent with no handler having seen it).
     if (e.event !== 'deliver' || detached) return;

@@ -7,6 +7,8 @@ export interface Attachment {
   /** The app it runs: it gets batches only while that app is the queue's consumer (null: any app). */
   appId: string | null;
   deliver: (batch: string, messages: Delivery[]) => void;
+  /** Told, after the commit, that its queue was deleted and it with it. */
+  dropped?: () => void;
 }
 
 interface InFlight {
@@ -28,8 +30,8 @@ export class ConsumerHub {
   private byQueue = new Map<number, QueueConsumers>();
   private seq = 0;
 
-  attach(queueId: number, appId: string | null, deliver: Attachment['deliver']): Attachment {
-    const a: Attachment = { id: `c_${++this.seq}_${Math.random().toString(36).slice(2, 8)}`, queueId, appId, deliver };
+  attach(queueId: number, appId: string | null, deliver: Attachment['deliver'], dropped?: Attachment['dropped']): Attachment {
+    const a: Attachment = { id: `c_${++this.seq}_${Math.random().toString(36).slice(2, 8)}`, queueId, appId, deliver, dropped };
     let q = this.byQueue.get(queueId);
     if (!q) {
       q = { attachments: [], next: 0, inflight: new Map(), batchDueAt: null };
@@ -69,8 +71,11 @@ export class ConsumerHub {
     if (q.attachments.length === 0 && q.inflight.size === 0) this.byQueue.delete(queueId);
   }
 
-  dropQueue(queueId: number): void {
+  /** Forgets a deleted queue's consumers; returns the attachments it let go, to be told. */
+  dropQueue(queueId: number): Attachment[] {
+    const gone = this.byQueue.get(queueId)?.attachments ?? [];
     this.byQueue.delete(queueId);
+    return gone;
   }
 
   queues(): number[] {

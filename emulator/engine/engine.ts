@@ -8,7 +8,7 @@ import { LAG_STEPS, LAG_STEP_MS, LIMITS, lagStepOf, isBase64Text, isBinaryConten
 import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
-import { ConsumerHub } from './consumers';
+import { ConsumerHub, type Attachment } from './consumers';
 import { GroupCommit } from './group-commit';
 import { PRESETS, TIME, consumerSettings, isDialect, mergePolicy } from './presets';
 import * as v from './validate';
@@ -211,6 +211,10 @@ export class Engine {
 
   private afterCommit(ok: boolean): void {
     this.settleLag(ok);
+    // Consumers of queues deleted in this commit are told once it stands (not if it failed).
+    const dropped = this.droppedConsumers;
+    this.droppedConsumers = [];
+    if (ok) for (const a of dropped) a.dropped?.();
     const events = this.jobEvents;
     this.jobEvents = [];
     const touched = this.touched;
@@ -385,7 +389,7 @@ export class Engine {
       this.delayedAt.delete(q.id);
       this.deletedQueues.push({ id: q.id, pubId: q.pub_id });
       this.waiters.dropQueue(q.id);
-      this.consumers.dropQueue(q.id);
+      this.droppedConsumers.push(...this.consumers.dropQueue(q.id));
       this.note(q, 'queue_deleted', []);
       return { deleted: true };
     });
@@ -1009,13 +1013,13 @@ export class Engine {
    * Makes `deliver` receive the queue's batches (only while `appId`, if given, is the queue's
    * consumer app, as a platform calls only the app set as consumer); the queue must have one set.
    */
-  attachConsumer(args: Ref & { dialect?: unknown; appId?: unknown }, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR): Promise<{ consumer: string; settings: ConsumerSettings }> {
+  attachConsumer(args: Ref & { dialect?: unknown; appId?: unknown }, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR, dropped?: () => void): Promise<{ consumer: string; settings: ConsumerSettings }> {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const appId = v.optStr(args.appId, 'appId', 200) ?? null;
       const settings = this.settings(q).consumer;
       if (!settings) throw conflict(`queue "${q.name}" has no consumer app; set one first (consumer.set)`);
-      const a = this.consumers.attach(q.id, appId, deliver);
+      const a = this.consumers.attach(q.id, appId, deliver, dropped);
       this.touched.add(q.id);
       return { consumer: a.id, settings };
     });
@@ -1041,6 +1045,9 @@ export class Engine {
   }
 
   private consumerBusy = new Set<number>();
+
+  /** Attachments let go by a queue.delete in the running transaction (see afterCommit). */
+  private droppedConsumers: Attachment[] = [];
 
   /** Forms batches: full ones at once, partial ones when the oldest has waited maxBatchTimeoutMs. */
   private consumerAgain = new Set<number>();

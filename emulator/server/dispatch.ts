@@ -116,6 +116,11 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
         s.emit({ event: 'deliver', consumer: r.consumer, batch, namespace: q?.namespace ?? String(a.namespace), queue: q?.queue ?? String(a.queue), messages });
       },
       s.actor!,
+      () => {
+        // The queue was deleted: so was this consumer, and the connection should hear it.
+        s.consumers.delete(r.consumer);
+        s.emit({ event: 'consumer_dropped', consumer: r.consumer, namespace: String(a.namespace), queue: String(a.queue), reason: 'queue_deleted' });
+      },
     );
     s.consumers.add(r.consumer);
     return r;

@@ -556,6 +556,22 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual(got, ['ping-pong']);
     });
 
+    it('a consumer whose queue is deleted is told once, through onError (not_found), instead of going quiet', async () => {
+      const q = await createQueue('doomed');
+      const errors: QuaysideError[] = [];
+      await consume({ async queue() {} }, 'doomed', { onError: (e: QuaysideError) => errors.push(e) });
+      assert.equal((await api('DELETE', `/v1/queues/${q.id}`)).status, 200);
+      await until(() => errors.length === 1, 'told');
+      assert.equal(errors[0].code, 'not_found');
+      assert.match(errors[0].message, /^queue "doomed" was deleted, and this consumer with it/);
+      // The slug made again is a new queue with no consumer app: a send waits for a receive.
+      const again = await createQueue('doomed');
+      await env.queue.send('doomed', 'x');
+      assert.equal((await api('GET', `/v1/queues/${again.id}`)).body.consumer, null);
+      assert.equal((await api('POST', `/v1/queues/${again.id}/receive`, {})).body.messages.length, 1);
+      assert.equal(errors.length, 1, 'told once');
+    });
+
     /** An emulator on a data directory with queue p/dev/q, a runConsumer on it and a sender; restart() brings it back on the same port. */
     async function onRestartableQueue(appId: string, body: (t: { http: () => string; h: Record<string, string>; qId: string; seen: unknown[]; sender: Env; restart: () => Promise<void> }) => Promise<void>) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-env-'));
