@@ -1,6 +1,6 @@
 import v8 from 'node:v8';
 import { QuaysideError } from '../errors';
-import { contentTypeProblem, type Delivery, type DeliverEvent, type PushInput, type ServerEvent } from '../protocol';
+import { contentTypeProblem, type ConsumerDroppedEvent, type Delivery, type DeliverEvent, type PushInput, type ServerEvent } from '../protocol';
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
@@ -293,7 +293,19 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   let stopped = false;
   /** Set once the emulator answered the detach: no batch comes after that answer. */
   let detached = false;
-  const early: DeliverEvent[] = [];
+  const early: (DeliverEvent | ConsumerDroppedEvent)[] = [];
+  /** Set once the queue was deleted under this run: it gets nothing more and attaches no more. */
+  let dropped = false;
+  /** What onError gets for a failure that belongs to no batch. */
+  const noBatch = (): MessageBatch<Body> => ({ queue: slug, messages: [], ackAll() {}, retryAll() {} });
+  /** The queue was deleted under this run: said once, then nothing more is tried. */
+  const droppedNow = () => {
+    if (dropped || stopped) return;
+    dropped = true;
+    consumerId = null;
+    // A queue made again under the slug has no consumer app until one is set: nothing comes from it either.
+    onError(new QuaysideError('not_found', `queue "${slug}" was deleted, and this consumer with it: no more batches will come (run the consumer again once the queue exists)`), noBatch());
+  };
   /** Batches in hand: the handler, its settles and its waitUntil work; and when its lease ends (emulator time). */
   const inHand = new Set<{ work: Promise<void>; leaseUntil: number }>();
 
@@ -365,7 +377,7 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   function run(ev: DeliverEvent): void {
     const background = new Set<Promise<unknown>>();
     const work = handle(ev, background)
-      .catch((e) => onError(e, { queue: slug, messages: [], ackAll() {}, retryAll() {} }))
+      .catch((e) => onError(e, noBatch()))
       .then(async () => {
         while (background.size > 0) await Promise.all([...background]); // waitUntil may add more while it runs
       });
@@ -394,11 +406,10 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   }
 
   const offEvent = transport.onEvent((e: ServerEvent) => {
-    if (e.event === 'consumer_dropped' && e.consumer === consumerId && !stopped) {
-      // Deleted with its queue: say so once, rather than go quiet. A queue made again under the
-      // slug has no consumer app until one is set, so this run gets nothing from it.
-      consumerId = null;
-      onError(new QuaysideError('not_found', `queue "${slug}" was deleted, and this consumer with it: no more batches will come (run the consumer again once the queue exists)`), { queue: slug, messages: [], ackAll() {}, retryAll() {} });
+    if (e.event === 'consumer_dropped') {
+      // Before the attach is answered (a delete in the same commit) it is held, as a batch is.
+      if (attaching) early.push(e);
+      else if (e.consumer === consumerId) droppedNow();
       return;
     }
     // A batch sent before the emulator took the detach is in hand: handled, not dropped (it would
@@ -425,26 +436,32 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     } finally {
       attaching = false;
       const held = early.splice(0);
-      for (const e of held) if (e.consumer === consumerId) run(e);
+      for (const e of held) {
+        if (e.consumer !== consumerId) continue;
+        if (e.event === 'consumer_dropped') droppedNow();
+        else if (!dropped) run(e);
+      }
     }
   }
 
   let reattaching = false;
   async function reattach(): Promise<void> {
-    if (reattaching || stopped) return;
+    if (reattaching || stopped || dropped) return;
     reattaching = true;
     try {
       // The emulator freed this run's slots with the old connection, but batches still in their
       // handlers are in flight: attaching now could start more than maxConcurrency at once. They
       // settle over the new connection; their lease end bounds the wait.
       await Promise.all([...inHand].map(finishOrTimeOut));
-      for (let wait = 50; !stopped; wait = Math.min(wait * 2, 2000)) {
+      for (let wait = 50; !stopped && !dropped; wait = Math.min(wait * 2, 2000)) {
         try {
           await attach(false);
           return;
         } catch (e) {
           // conflict: the queue has no consumer app now (made a pull queue); wait for one quietly.
-          if (!isCode(e, 'unavailable') && !isCode(e, 'conflict')) onError(e, { queue: slug, messages: [], ackAll() {}, retryAll() {} });
+          // not_found: the queue was deleted while the connection was down.
+          if (isCode(e, 'not_found')) return droppedNow();
+          if (!isCode(e, 'unavailable') && !isCode(e, 'conflict')) onError(e, noBatch());
           await pause(wait);
         }
       }

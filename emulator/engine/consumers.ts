@@ -7,8 +7,8 @@ export interface Attachment {
   /** The app it runs: it gets batches only while that app is the queue's consumer (null: any app). */
   appId: string | null;
   deliver: (batch: string, messages: Delivery[]) => void;
-  /** Told, after the commit, that its queue was deleted and it with it. */
-  dropped?: () => void;
+  /** Told, after the commit, that its queue was deleted and it with it (given its own id). */
+  dropped?: (id: string) => void;
 }
 
 interface InFlight {
@@ -23,6 +23,12 @@ interface QueueConsumers {
   inflight: Map<string, InFlight>;
   /** When the oldest ready message will have waited maxBatchTimeoutMs. */
   batchDueAt: number | null;
+}
+
+/** A deleted queue's consumers, held until its transaction's outcome is known. */
+export interface DroppedConsumers {
+  queueId: number;
+  state: QueueConsumers;
 }
 
 /** Bookkeeping for push delivery: who is attached, which batches are in flight, when a partial batch is due. */
@@ -71,11 +77,19 @@ export class ConsumerHub {
     if (q.attachments.length === 0 && q.inflight.size === 0) this.byQueue.delete(queueId);
   }
 
-  /** Forgets a deleted queue's consumers; returns the attachments it let go, to be told. */
-  dropQueue(queueId: number): Attachment[] {
-    const gone = this.byQueue.get(queueId)?.attachments ?? [];
+  /**
+   * Forgets a deleted queue's consumers. What is returned tells them once the delete commits, or
+   * puts them back (`restore`) if it did not.
+   */
+  dropQueue(queueId: number): DroppedConsumers | null {
+    const state = this.byQueue.get(queueId);
     this.byQueue.delete(queueId);
-    return gone;
+    return state ? { queueId, state } : null;
+  }
+
+  /** Undoes a dropQueue whose transaction did not commit: the queue is still there, and so are they. */
+  restore(d: DroppedConsumers): void {
+    if (!this.byQueue.has(d.queueId)) this.byQueue.set(d.queueId, d.state);
   }
 
   queues(): number[] {

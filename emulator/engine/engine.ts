@@ -8,7 +8,7 @@ import { LAG_STEPS, LAG_STEP_MS, LIMITS, lagStepOf, isBase64Text, isBinaryConten
 import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
-import { ConsumerHub, type Attachment } from './consumers';
+import { ConsumerHub, type Attachment, type DroppedConsumers } from './consumers';
 import { GroupCommit } from './group-commit';
 import { PRESETS, TIME, consumerSettings, isDialect, mergePolicy } from './presets';
 import * as v from './validate';
@@ -211,10 +211,14 @@ export class Engine {
 
   private afterCommit(ok: boolean): void {
     this.settleLag(ok);
-    // Consumers of queues deleted in this commit are told once it stands (not if it failed).
+    // Consumers of queues deleted in this commit are told once it stands; if it failed, the
+    // queues are still there and their consumers are put back.
     const dropped = this.droppedConsumers;
     this.droppedConsumers = [];
-    if (ok) for (const a of dropped) a.dropped?.();
+    for (const d of dropped) {
+      if (!ok) this.consumers.restore(d);
+      else for (const a of d.state.attachments) tellDropped(a);
+    }
     const events = this.jobEvents;
     this.jobEvents = [];
     const touched = this.touched;
@@ -389,7 +393,8 @@ export class Engine {
       this.delayedAt.delete(q.id);
       this.deletedQueues.push({ id: q.id, pubId: q.pub_id });
       this.waiters.dropQueue(q.id);
-      this.droppedConsumers.push(...this.consumers.dropQueue(q.id));
+      const dropped = this.consumers.dropQueue(q.id);
+      if (dropped) this.droppedConsumers.push(dropped);
       this.note(q, 'queue_deleted', []);
       return { deleted: true };
     });
@@ -1013,7 +1018,7 @@ export class Engine {
    * Makes `deliver` receive the queue's batches (only while `appId`, if given, is the queue's
    * consumer app, as a platform calls only the app set as consumer); the queue must have one set.
    */
-  attachConsumer(args: Ref & { dialect?: unknown; appId?: unknown }, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR, dropped?: () => void): Promise<{ consumer: string; settings: ConsumerSettings }> {
+  attachConsumer(args: Ref & { dialect?: unknown; appId?: unknown }, deliver: (batch: string, messages: Delivery[]) => void, actor: Actor = SYSTEM_ACTOR, dropped?: (consumer: string) => void): Promise<{ consumer: string; settings: ConsumerSettings }> {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const appId = v.optStr(args.appId, 'appId', 200) ?? null;
@@ -1046,8 +1051,8 @@ export class Engine {
 
   private consumerBusy = new Set<number>();
 
-  /** Attachments let go by a queue.delete in the running transaction (see afterCommit). */
-  private droppedConsumers: Attachment[] = [];
+  /** Consumers let go by a queue.delete in the running transaction (see afterCommit). */
+  private droppedConsumers: DroppedConsumers[] = [];
 
   /** Forms batches: full ones at once, partial ones when the oldest has waited maxBatchTimeoutMs. */
   private consumerAgain = new Set<number>();
@@ -1529,3 +1534,11 @@ function badCursor(c: unknown): never {
   throw invalid(`${v.describe(c)} is not a cursor from an earlier page`);
 }
 
+/** A callback of the server's must not break the commit's other answers, whatever it throws. */
+function tellDropped(a: Attachment): void {
+  try {
+    a.dropped?.(a.id);
+  } catch {
+    // the connection is gone, or the callback is broken: there is nobody left to tell
+  }
+}

@@ -109,6 +109,7 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
   unsubscribe: async (_e, s, a) => ({ ok: s.subscriptions.delete(idArg(a.subscription, 'subscription')) }),
   'consumer.set': (e, s, a) => e.setConsumer(a as never, s.actor!),
   'consumer.attach': async (e, s, a) => {
+    const dropped = new Set<string>();
     const r = await e.attachConsumer(
       a as never,
       (batch, messages) => {
@@ -116,13 +117,16 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
         s.emit({ event: 'deliver', consumer: r.consumer, batch, namespace: q?.namespace ?? String(a.namespace), queue: q?.queue ?? String(a.queue), messages });
       },
       s.actor!,
-      () => {
-        // The queue was deleted: so was this consumer, and the connection should hear it.
-        s.consumers.delete(r.consumer);
-        s.emit({ event: 'consumer_dropped', consumer: r.consumer, namespace: String(a.namespace), queue: String(a.queue), reason: 'queue_deleted' });
+      (consumer) => {
+        // The queue was deleted: so was this consumer, and the connection should hear it. (The
+        // attach may not be answered yet: a delete in the same commit tells it first.)
+        dropped.add(consumer);
+        s.consumers.delete(consumer);
+        s.emit({ event: 'consumer_dropped', consumer, namespace: String(a.namespace), queue: String(a.queue), reason: 'queue_deleted' });
       },
     );
-    s.consumers.add(r.consumer);
+    // Not if its queue was deleted in the same commit (it was told already, above).
+    if (!dropped.has(r.consumer)) s.consumers.add(r.consumer);
     return r;
   },
   'consumer.done': async (e, s, a) => {

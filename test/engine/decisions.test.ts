@@ -254,6 +254,33 @@ describe('engine: decisions', () => {
       assert.equal((await t.engine.getMessage({ ...ref, id })).lastError, 'bad \ufffd byte \ud83d\ude00');
     });
 
+    it('a queue.delete whose commit fails (disk full) keeps the queue and its push consumers: they still get batches and are told nothing', async () => {
+      t = makeEngine();
+      const q = { namespace: 'p/e', queue: 'q' };
+      await t.engine.createQueue({ ...q, dialect: 'env' });
+      await t.engine.setConsumer({ ...q, consumer: { appId: 'a', maxBatchSize: 1, maxBatchTimeoutMs: 0 } });
+      const got: unknown[] = [];
+      const told: string[] = [];
+      await t.engine.attachConsumer(q, (_b, messages) => got.push(...messages.map((m) => m.body)), undefined, (id) => told.push(id));
+      const store = t.store as unknown as { transaction: (fn: () => unknown) => unknown };
+      const real = store.transaction.bind(t.store);
+      store.transaction = (fn) => {
+        store.transaction = real;
+        return real(() => {
+          fn();
+          throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+        });
+      };
+      assert.equal((await rejects(t.engine.deleteQueue(q))).code, 'storage_full');
+      await t.engine.push({ ...q, body: 'still here' });
+      for (let i = 0; i < 200 && got.length === 0; i++) await new Promise((r) => setImmediate(r));
+      assert.deepEqual(got, ['still here']);
+      assert.deepEqual(told, []);
+      // A delete that commits tells it.
+      await t.engine.deleteQueue(q);
+      assert.equal(told.length, 1);
+    });
+
     it('unknown queues are not_found; a queue in another namespace is not found', async () => {
       t = makeEngine();
       await t.engine.createQueue({ ...ref, dialect: 'cache' });

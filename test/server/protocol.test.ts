@@ -286,6 +286,43 @@ describe('server: the WebSocket protocol', () => {
     assert.equal((await rejects(c.request('ack', { receipt: '' }))).code, 'invalid_argument');
   });
 
+  it('a consumer whose queue is deleted gets consumer_dropped, also when the delete shares the attach\'s commit (the attach is answered first in order, the emulator keeps running)', async () => {
+    const r = await raw(emu.url);
+    try {
+      r.send({ id: 1, op: 'hello', args: { version: 1, token: emu.token } });
+      assert.equal((await r.reply(1)).ok, true);
+      const env = { namespace: 'p/e', queue: 'q' };
+      for (const round of [1, 2]) {
+        r.send({ id: `c${round}`, op: 'queue.create', args: { ...env, dialect: 'env' } });
+        r.send({ id: `s${round}`, op: 'consumer.set', args: { ...env, consumer: { appId: 'a' } } });
+        assert.equal((await r.reply(`s${round}`)).ok, true);
+        if (round === 1) {
+          // Attached in one commit, deleted in a later one.
+          r.send({ id: 'a1', op: 'consumer.attach', args: env });
+          const a = (await r.reply('a1')) as ResponseFrame & { result: { consumer: string } };
+          r.send({ id: 'd1', op: 'queue.delete', args: env });
+          assert.equal((await r.reply('d1')).ok, true);
+          const ev = await r.next((f) => 'event' in f && f.event === 'consumer_dropped');
+          assert.deepEqual(ev, { event: 'consumer_dropped', consumer: a.result.consumer, namespace: 'p/e', queue: 'q', reason: 'queue_deleted' });
+        } else {
+          // The same two frames back to back: one commit, which tells the consumer before its attach is answered.
+          r.send({ id: 'a2', op: 'consumer.attach', args: env });
+          r.send({ id: 'd2', op: 'queue.delete', args: env });
+          const a = (await r.reply('a2')) as ResponseFrame & { result: { consumer: string } };
+          assert.equal((await r.reply('d2')).ok, true);
+          const ev = await r.next((f) => 'event' in f && f.event === 'consumer_dropped');
+          assert.equal((ev as { consumer: string }).consumer, a.result.consumer);
+          // It is not this connection's any more: a detach finds nothing.
+          r.send({ id: 'x2', op: 'consumer.detach', args: { consumer: a.result.consumer } });
+          assert.deepEqual((await r.reply('x2')) as unknown, { id: 'x2', ok: true, result: { ok: false } });
+        }
+      }
+      assert.equal((await c.request('queue.list', {})).queues.length, 0, 'the emulator still answers');
+    } finally {
+      r.close();
+    }
+  });
+
   it('push, push.batch, consumer.set and consumer.attach with `dialect` answer not_found for a queue of another dialect, and change nothing', async () => {
     await c.request('push', { ...ref, body: 1, create: 'cache' });
     const calls: Promise<unknown>[] = [

@@ -572,6 +572,52 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal(errors.length, 1, 'told once');
     });
 
+    for (const when of ['while it is connected', 'while the emulator is down']) {
+      it(`a run whose queue was deleted ${when} is told once and never attaches again, not even to a queue made again and given its app`, async function () {
+        this.timeout(30000);
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-env-'));
+        let e1 = await startEmulator({ dataDir: dir });
+        const { port, token } = e1;
+        const h = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+        // Once more on a socket error: fetch may reuse a kept-alive socket of the emulator closed before.
+        const call = (method: string, p: string, body?: unknown): Promise<Response> => {
+          const go = () => fetch(`${e1.httpUrl}${p}`, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+          return go().catch(go);
+        };
+        const q = (await (await call('POST', '/v1/queues', { project: 'p', environment: 'dev', slug: 'q' })).json()) as { id: string };
+        const seen: unknown[] = [];
+        const errors: QuaysideError[] = [];
+        const c = await runConsumer({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, { url: e1.url, token, project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1, onError: (e) => void errors.push(e as QuaysideError) });
+        try {
+          if (when === 'while it is connected') {
+            await call('DELETE', `/v1/queues/${q.id}`);
+            await until(() => errors.length === 1, 'told');
+            await e1.close();
+          } else {
+            // Deleted through an emulator on another port, which the run cannot reach.
+            await e1.close();
+            const other = await startEmulator({ dataDir: dir });
+            await fetch(`${other.httpUrl}/v1/queues/${q.id}`, { method: 'DELETE', headers: h });
+            await other.close();
+          }
+          e1 = await startEmulator({ dataDir: dir, port, token });
+          await until(() => errors.length === 1, 'told');
+          assert.equal(errors[0].code, 'not_found');
+          assert.match(errors[0].message, /^queue "q" was deleted, and this consumer with it/);
+          const again = (await (await call('POST', '/v1/queues', { project: 'p', environment: 'dev', slug: 'q' })).json()) as { id: string };
+          await call('PUT', `/v1/queues/${again.id}/consumer`, { appId: 'local', maxBatchSize: 1, maxBatchTimeoutMs: 0 });
+          await call('POST', `/v1/queues/${again.id}/messages`, { body: 'after' });
+          await new Promise((r) => setTimeout(r, 500));
+          assert.deepEqual(seen, [], 'the dropped run took nothing from the queue made again');
+          assert.equal(errors.length, 1, 'told once');
+        } finally {
+          await c.stop();
+          await e1.close();
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+      });
+    }
+
     /** An emulator on a data directory with queue p/dev/q, a runConsumer on it and a sender; restart() brings it back on the same port. */
     async function onRestartableQueue(appId: string, body: (t: { http: () => string; h: Record<string, string>; qId: string; seen: unknown[]; sender: Env; restart: () => Promise<void> }) => Promise<void>) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-env-'));
