@@ -95,6 +95,16 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const { port: bound } = server.address;
   const shownHost = urlHost(host);
   let closed: Promise<void> | null = null;
+  /** `discard`: the start failed after all (a declared queue it could not make), so a data directory it created goes too. */
+  const shutDown = (discard: boolean) => {
+    closed ??= (async () => {
+      await server.close();
+      await engine.close();
+      if (discard) store.discard();
+      else store.close();
+    })();
+    return closed;
+  };
   const emu: Emulator = {
     url: `ws://${shownHost}:${bound}`,
     httpUrl: `http://${shownHost}:${bound}`,
@@ -110,21 +120,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
       const access = o.access ?? 'readwrite';
       return engine.createToken(access, o.namespace ?? null, o.name ?? `test-${access}`);
     },
-    close: () => {
-      closed ??= (async () => {
-        await server.close();
-        await engine.close();
-        store.close();
-      })();
-      return closed;
-    },
+    close: () => shutDown(false),
   };
   if (clock.mode === 'virtual') emu.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
   if (plan !== undefined) {
     try {
       await applyWorkspacePlan(engine, plan);
     } catch (e) {
-      await emu.close();
+      await shutDown(true);
       throw e;
     }
   }

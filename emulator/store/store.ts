@@ -99,14 +99,14 @@ export class Store implements QueueStore {
   /** The data directory's lock while this store holds it (see lockDataDir). */
   private lock: DirLock | null = null;
 
-  /** This open created the database file (and `createdDir`: its directory), which `discard()` removes. */
+  /** This open created the database file (and the directories from `createdDir` down), which `discard()` removes. */
   private readonly fresh: boolean = false;
   private readonly createdDir: string | null = null;
 
   constructor(opts: StoreOptions) {
     this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
     if (opts.dataDir) {
-      if (!fs.existsSync(opts.dataDir)) this.createdDir = opts.dataDir;
+      this.createdDir = Store.topMissing(opts.dataDir);
       Store.prepareDir(opts.dataDir);
       this.lock = Store.lockDataDir(opts.dataDir);
     }
@@ -563,16 +563,35 @@ export class Store implements QueueStore {
    * start leaves the disk as it found it. A database that was there before is only closed.
    */
   discard(): void {
-    this.close();
-    if (!this.fresh || !this.file) return;
-    for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) fs.rmSync(f, { force: true });
-    if (this.createdDir) {
-      try {
-        fs.rmdirSync(this.createdDir);
-      } catch {
-        // not empty: something else is in it now, so it is not ours to remove
-      }
+    if (!this.fresh || !this.file) return this.close();
+    if (this.db.open) this.db.close();
+    // Nothing here may hide the error that made the start fail.
+    try {
+      for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) fs.rmSync(f, { force: true });
+    } catch {
+      // left behind: a later start opens it as an empty database
     }
+    // Only now: a start waiting on the lock must not open a file that is about to be removed.
+    this.unlock();
+    if (!this.createdDir) return;
+    for (let dir = path.resolve(path.dirname(this.file)); ; dir = path.dirname(dir)) {
+      try {
+        fs.rmdirSync(dir);
+      } catch {
+        return; // not empty: something else is in it now, so it is not ours to remove
+      }
+      if (dir === this.createdDir || path.dirname(dir) === dir) return;
+    }
+  }
+
+  /** The outermost of `dir` and its parents that does not exist yet (null: it exists). */
+  private static topMissing(dir: string): string | null {
+    let top: string | null = null;
+    for (let d = path.resolve(dir); !fs.existsSync(d); d = path.dirname(d)) {
+      top = d;
+      if (path.dirname(d) === d) break;
+    }
+    return top;
   }
 
   /** Writes the counts, then copies the WAL back into the database without waiting on readers (no-op in memory). */

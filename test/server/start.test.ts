@@ -86,7 +86,8 @@ describe('startEmulator: options', () => {
       withTakenPort(async (port) => {
         const fresh = path.join(dir, 'new', 'data');
         await assert.rejects(startEmulator({ dataDir: fresh, port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
-        assert.equal(fs.existsSync(fresh), false, 'the directory the failed start made is gone');
+        assert.equal(fs.existsSync(path.join(dir, 'new')), false, 'the directories the failed start made are gone, its parent too');
+        assert.equal(fs.existsSync(dir), true, 'what was there before stays');
         // A directory that was there, empty: it stays, and nothing is left in it.
         fs.mkdirSync(fresh, { recursive: true });
         await assert.rejects(startEmulator({ dataDir: fresh, port }), (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE');
