@@ -54,7 +54,8 @@ function packageVersion(): string {
 }
 
 export function parseArgs(argv: string[]): Args {
-  const out: Args = { _: [], flags: {} };
+  // No prototype: --__proto__ or --constructor is an option like any other (and so unknown).
+  const out: Args = { _: [], flags: Object.create(null) as Args['flags'] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') {
@@ -64,7 +65,7 @@ export function parseArgs(argv: string[]): Args {
     if (a.startsWith('--')) {
       const eq = a.indexOf('=');
       const key = eq > 0 ? a.slice(2, eq) : a.slice(2);
-      if (key in out.flags) (out.repeated ??= []).push(key);
+      if (Object.hasOwn(out.flags, key)) (out.repeated ??= []).push(key);
       if (eq > 0) out.flags[key] = a.slice(eq + 1);
       else if (BOOLEAN.has(key) || i + 1 >= argv.length || argv[i + 1].startsWith('--')) out.flags[key] = true;
       else out.flags[key] = argv[++i];

@@ -192,10 +192,11 @@ export function thrownText(e: unknown): string {
 }
 
 /**
- * A read-only token's refusal in the product's words: the emulator names the operation it was sent
- * (`dead.replay`, `queue.create`); the app called `op` (`replay`, `recv`). Other errors pass as they are.
+ * A read-only token's refusal (`details.readOnly`) in the product's words: the emulator names the
+ * operation it was sent (`dead.replay`, `queue.create`); the app called `op` (`replay`, `recv`).
+ * Other errors pass as they are.
  */
 export function readOnlyRefusal(e: unknown, op: string): unknown {
-  if (!(e instanceof QuaysideError) || e.code !== 'forbidden' || !e.message.startsWith('a read-only token cannot call ')) return e;
+  if (!(e instanceof QuaysideError) || e.code !== 'forbidden' || e.details?.readOnly !== true) return e;
   return new QuaysideError('forbidden', `${op}(): this token is read-only; ${op} needs a read-write token`, { details: e.details, cause: e });
 }

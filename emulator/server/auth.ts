@@ -13,7 +13,8 @@ export function resolveToken(engine: Engine, token: unknown): NonNullable<Return
 /** Read-only tokens may list, peek and read stats; everything else needs read-write. */
 export function authorize(access: Access, op: OpName, readOps: ReadonlySet<OpName>): void {
   if (access === 'readwrite' || readOps.has(op)) return;
-  throw new QuaysideError('forbidden', `a read-only token cannot call "${op}"`);
+  // details.readOnly: a client can word the refusal by its own call without reading this text.
+  throw new QuaysideError('forbidden', `a read-only token cannot call "${op}"`, { details: { op, readOnly: true } });
 }
 
 /** Bearer token from an HTTP Authorization header. */
