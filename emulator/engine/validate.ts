@@ -56,8 +56,8 @@ export function describe(v: unknown): string {
 
 /** Namespace and queue names: any text (quotes, unicode, SQL fragments are just names) within bounds. */
 export function name(v: unknown, what: string): string {
-  const s = str(v, what, LIMITS.maxNameChars);
-  const problem = nameProblem(s);
+  const s = anyText(v, what, LIMITS.maxNameChars);
+  const problem = nameProblem(s); // control characters and lone surrogates
   if (problem) throw invalid(`${what} ${problem}`);
   return s;
 }
