@@ -58,6 +58,13 @@ const TOKEN_ID_KEY = 'token_id_key';
 const MAX_RECEIPT_CHARS = 200;
 /** The longest advance() waits for calls on their way in to arrive (see advance). */
 const ARRIVALS_WAIT_MS = 50;
+/**
+ * How long, in real time, an advance waits for a lease it handed out to be settled before it moves
+ * the clock on, counted from the last one settled (see awaitHolders).
+ */
+const HOLDERS_QUIET_MS = 50;
+/** Turns of about a millisecond with nothing claimed or settled, once every lease was answered. */
+const HOLDERS_SETTLED_TURNS = 3;
 
 /** Only what cannot be a receipt at all is refused; any other string is a receipt, maybe a stale one. */
 function checkReceipt(receipt: unknown): void {
@@ -142,6 +149,9 @@ export class Engine {
   private lagStepEnded: number | null = null;
   private closed = false;
   private advancing: Promise<number> | null = null;
+  /** Leases handed out while an advance runs (row id, token), until their holders answered. */
+  private handedOut: { id: number; token: number }[] | null = null;
+  private claimsInAdvance = 0;
 
   constructor(opts: EngineOptions) {
     this.store = opts.store;
@@ -407,7 +417,8 @@ export class Engine {
   /** By (namespace, name) or by the queue's public id. */
   private lookup(args: Ref | { id: string }, actor: Actor): QueueRow {
     if ('id' in args && args.id !== undefined) {
-      const q = typeof args.id === 'string' ? this.store.queueByPubId(args.id) : undefined;
+      if (typeof args.id !== 'string' || args.id.length === 0) throw invalid(`id must be a queue id (a non-empty string); got ${v.describe(args.id)}`);
+      const q = this.store.queueByPubId(args.id);
       const want = dialectArg((args as { dialect?: unknown }).dialect);
       if (!q || (actor.namespace !== null && actor.namespace !== q.ns) || hiddenFrom(q, want)) throw notFound(`queue ${v.describe(args.id)} not found`);
       return q;
@@ -698,6 +709,10 @@ export class Engine {
     const token = crypto.randomInt(1, 2 ** 47);
     const rows = this.store.claim(q.id, max, now, now + leaseMs, token);
     if (rows.length === 0) return [];
+    if (this.handedOut) {
+      this.claimsInAdvance++;
+      for (const r of rows) this.handedOut.push({ id: r.id, token });
+    }
     // The first row claimed is the oldest ready one: its wait is the lag at this instant.
     this.lagPoint(q.id, q.n_waiting, now - rows[0].visible_at);
     const out = rows.map((r) => toDelivery(q, r, now, token));
@@ -884,6 +899,7 @@ export class Engine {
   getMessage(args: Ref & { id: unknown }, actor: Actor = SYSTEM_ACTOR): Promise<MessageView> {
     return this.op(() => {
       const q = this.queueRow(args, actor);
+      if (typeof args.id !== 'string' || args.id.length === 0 || args.id.length > 64) throw invalid(`id must be a message id (a non-empty string); got ${v.describe(args.id)}`);
       const id = parseMessageId(args.id);
       const row = id === null ? undefined : this.store.message(q.id, id);
       if (!row) throw notFound(`message ${v.describe(args.id)} not found in queue "${q.name}"`);
@@ -1240,18 +1256,26 @@ export class Engine {
         this.applyDue();
         this.saveClock();
       };
-      for (let guard = 0; guard < 100000; guard++) {
-        open();
-        const next = this.nextDueAt();
-        if (next === null || next > target) break;
-        clock.set(next);
+      this.handedOut = [];
+      try {
+        for (let guard = 0; guard < 100000; guard++) {
+          open();
+          const next = this.nextDueAt();
+          if (next === null || next > target) break;
+          clock.set(next);
+          await this.gc.run(applyHere);
+          await this.settle();
+          await this.awaitHolders();
+          if (next <= clock.now() && this.nextDueAt() === next) break; // nothing more can happen at this instant
+        }
+        clock.set(target);
         await this.gc.run(applyHere);
         await this.settle();
-        if (next <= clock.now() && this.nextDueAt() === next) break; // nothing more can happen at this instant
+        await this.awaitHolders();
+      } finally {
+        this.handedOut = null;
       }
-      clock.set(target);
-      await this.gc.run(applyHere);
-      await this.settle();
+      open();
       for (const l of this.clockListeners) l(clock.now());
       // Two loop turns: the clock event's write, then the poll phase in which a subscriber in this
       // process (a test's own client) reads it. Change events get the same turns from settle().
@@ -1269,6 +1293,44 @@ export class Engine {
    */
   saveClock(): void {
     if (this.clock instanceof VirtualClock) this.store.setMeta(CLOCK_META, String(this.clock.now()));
+  }
+
+  /**
+   * Waits for the answers to what this advance handed out at the current instant (a held pull
+   * answered, a batch delivered), before the clock moves on: a handler that acks at once must
+   * have its ack applied at this instant, not arrive after the advance ran past the lease's end and
+   * find it stale. The engine cannot know whether a holder will answer, so it waits until every
+   * such lease is settled (acked, nacked, given back), or until none has been for HOLDERS_QUIET_MS
+   * of real time (a handler waiting on a real timer, or a test that reads its pull only after the
+   * advance): those answer after the advance, in real time, as docs/protocol.md says.
+   */
+  private async awaitHolders(): Promise<void> {
+    const out = this.handedOut;
+    if (!out || out.length === 0) return;
+    let since = Date.now();
+    let quiet = 0;
+    let claims = this.claimsInAdvance;
+    while (!this.closed) {
+      await new Promise((r) => setTimeout(r, 1));
+      await this.settle();
+      if (this.closed) break;
+      const now = this.clock.now();
+      // Claims made meanwhile (a consumer's next pull) join the list and are waited for too.
+      const still = out.filter((h) => this.store.leased(h.id, h.token, now) !== undefined);
+      const moved = still.length < out.length || this.claimsInAdvance !== claims;
+      claims = this.claimsInAdvance;
+      out.length = 0;
+      out.push(...still);
+      if (moved) {
+        since = Date.now();
+        quiet = 0;
+      } else quiet++;
+      // All answered: a few quiet turns more, for a consumer's next pull after its nack (a message
+      // ready again at this instant goes to it now, as it would on a real clock).
+      if (out.length === 0 ? quiet >= HOLDERS_SETTLED_TURNS : Date.now() - since >= HOLDERS_QUIET_MS) break;
+    }
+    // The rest answer after the advance, if ever: the clock does not wait for them again.
+    out.length = 0;
   }
 
   /** Waits until the group commit is idle and follow-up work (held pulls, batches) has run. */

@@ -1,10 +1,12 @@
 import { QuaysideError } from '../errors';
+import { describe } from '../engine/validate';
 import type { Engine } from '../engine/engine';
 import type { Access, OpName } from '../protocol';
 
 /** Looks a token up; a missing or unknown token is `unauthorized`. */
 export function resolveToken(engine: Engine, token: unknown): NonNullable<ReturnType<Engine['lookupToken']>> {
-  if (typeof token !== 'string' || token.length === 0) throw new QuaysideError('unauthorized', 'a token is required (QUAYSIDE_TOKEN, or the one `quayside start` printed)');
+  if (token === undefined || token === null || token === '') throw new QuaysideError('unauthorized', 'a token is required (QUAYSIDE_TOKEN, or the one `quayside start` printed)');
+  if (typeof token !== 'string') throw new QuaysideError('unauthorized', `a token is a string; got ${describe(token)}`);
   const who = token.length <= 200 ? engine.lookupToken(token) : null;
   if (!who) throw new QuaysideError('unauthorized', 'the token is not known to this emulator');
   return who;

@@ -65,6 +65,9 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
   pull: async (e, s, a, id) => {
     const wait = typeof a.waitMs === 'number' && a.waitMs > 0;
     if (!wait) return e.pull(a as never, s.actor!);
+    // The id is how its answer and a cancel find it: a second held pull under the same id would
+    // overwrite the first's entry, escape the limit below and outlive the connection.
+    if (s.held.has(id)) throw invalid(`request id ${JSON.stringify(id)} is already a waiting pull on this connection; give each request its own id`);
     if (s.held.size >= LIMITS.maxWaitingPullsPerConnection) throw new QuaysideError('limit_exceeded', `at most ${LIMITS.maxWaitingPullsPerConnection} waiting pulls per connection`);
     const ac = new AbortController();
     s.held.set(id, ac);
@@ -233,7 +236,7 @@ function checkArgKeys(op: OpName, a: Record<string, unknown>): void {
  * the new token may see; a refused one changes nothing, as any refused request.
  */
 function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
-  if (a.version !== PROTOCOL_VERSION) throw invalid(`unsupported protocol version ${typeof a.version === 'number' ? a.version : typeof a.version}; this emulator speaks ${PROTOCOL_VERSION}`);
+  if (a.version !== PROTOCOL_VERSION) throw invalid(typeof a.version === 'number' ? `unsupported protocol version ${a.version}; this emulator speaks ${PROTOCOL_VERSION}` : `version must be the protocol version, the number ${PROTOCOL_VERSION}; got ${v.describe(a.version)}`);
   const who = resolveToken(engine, a.token);
   s.actor = { name: who.name, tokenId: who.tokenId, namespace: who.namespace };
   s.access = who.access;

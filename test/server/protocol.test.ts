@@ -276,6 +276,64 @@ describe('server: the WebSocket protocol', () => {
     s.close();
   });
 
+  it('a held pull under an id another held pull of the connection still has is invalid_argument: it cannot escape the limit, nor outlive the connection', async () => {
+    await c.request('queue.create', { ...ref, dialect: 'cache' });
+    const s = await raw(emu.url);
+    s.send({ id: 1, op: 'hello', args: { version: 1, token: emu.token } });
+    await s.reply(1);
+    s.send({ id: 'same', op: 'pull', args: { ...ref, waitMs: 600_000 } });
+    s.send({ id: 'same', op: 'pull', args: { ...ref, waitMs: 600_000 } });
+    const refused = (await s.reply('same')) as { ok: boolean; error: { code: string; message: string } };
+    assert.equal(refused.ok, false);
+    assert.equal(refused.error.code, 'invalid_argument');
+    assert.match(refused.error.message, /already a waiting pull/);
+    // The first is still held (nothing answered it), and a cancel by its id ends it.
+    s.send({ id: 2, op: 'cancel', args: { request: 'same' } });
+    assert.deepEqual(((await s.reply('same')) as { result: { messages: unknown[] } }).result.messages, []);
+    assert.equal((await s.reply(2)).ok, true);
+    // The id is free again once its pull ended: the next pull under it is held, and a push wakes it.
+    s.send({ id: 'same', op: 'pull', args: { ...ref, waitMs: 600_000 } });
+    s.send({ id: 3, op: 'clock.now' });
+    await s.reply(3);
+    await c.request('push', { ...ref, body: 'x' });
+    const woken = (await s.reply('same')) as { ok: boolean; result: { messages: { body: unknown }[] } };
+    assert.deepEqual(woken.result.messages.map((m) => m.body), ['x']);
+    s.close();
+  });
+
+  it('message.get and queue.get with an id that is not a string (or none) are invalid_argument, not not_found; hello says what is wrong with a token or version of the wrong type', async () => {
+    await c.request('push', { ...ref, body: 1, create: 'cache' });
+    const s = await raw(emu.url);
+    s.send({ id: 1, op: 'hello', args: { version: '1', token: emu.token } });
+    assert.match(((await s.reply(1)) as { error: { message: string } }).error.message, /^version must be the protocol version, the number 1; got/);
+    s.send({ id: 2, op: 'hello', args: { version: 1, token: 5 } });
+    const badToken = (await s.reply(2)) as { error: { code: string; message: string } };
+    assert.equal(badToken.error.code, 'unauthorized');
+    assert.match(badToken.error.message, /a token is a string; got/);
+    s.send({ id: 3, op: 'hello', args: { version: 1, token: emu.token } });
+    assert.equal((await s.reply(3)).ok, true);
+    const cases: [string, object][] = [
+      ['message.get', { ...ref, id: 5 }],
+      ['message.get', { ...ref, id: {} }],
+      ['message.get', ref],
+      ['queue.get', { id: 5 }],
+      ['queue.get', { id: '' }],
+    ];
+    let id = 10;
+    for (const [op, args] of cases) {
+      s.send({ id: ++id, op, args });
+      const r = (await s.reply(id)) as { ok: boolean; error: { code: string; message: string } };
+      assert.equal(r.error.code, 'invalid_argument', `${op} ${JSON.stringify(args)}`);
+      assert.match(r.error.message, /^id must be a (message|queue) id/);
+    }
+    // A well-formed id that names nothing is still not_found.
+    s.send({ id: 30, op: 'message.get', args: { ...ref, id: 'm_999' } });
+    assert.equal(((await s.reply(30)) as { error: { code: string } }).error.code, 'not_found');
+    s.send({ id: 31, op: 'queue.get', args: { id: 'q_nope' } });
+    assert.equal(((await s.reply(31)) as { error: { code: string } }).error.code, 'not_found');
+    s.close();
+  });
+
   it('a stale or unknown receipt answers ok: false; what cannot be a receipt (not a string, empty) is invalid_argument', async () => {
     await c.request('push', { ...ref, body: 1, create: 'cache' });
     const [m] = (await c.request('pull', { ...ref, leaseMs: 1000 })).messages;
