@@ -133,7 +133,7 @@ export interface SyncQueue<T = unknown> extends SyncReader<T> {
   close(): Promise<void>;
 }
 
-const QUEUE_KEYS = ['id', 'tenantId', 'prefix', 'schema', 'limits', 'delivery', 'ordering', 'url', 'token', 'memory', 'transport'];
+const QUEUE_KEYS = ['id', 'tenantId', 'prefix', 'schema', 'limits', 'delivery', 'ordering'];
 const RECV_KEYS = ['wait', 'timeoutMs', 'leaseMs', 'consumerId', 'signal', 'tenantId'];
 const MAX_LEASE_MS = 12 * 3600 * 1000;
 const DAY = 24 * 3600 * 1000;
@@ -217,10 +217,13 @@ interface Site {
   createRefused: QuaysideError | null;
 }
 
-/** Builds a sync queue over a transport. `owned` transports are closed by `close()`. */
-export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueueOptions<T>, owned = false): SyncQueue<T> {
+/**
+ * Builds a sync queue over a transport. `owned` transports are closed by `close()`. `entryKeys`:
+ * the options the entry point itself takes (quayside/sync's url, token, transport), read there.
+ */
+export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueueOptions<T>, owned = false, entryKeys: readonly string[] = []): SyncQueue<T> {
   if (!opts || typeof opts !== 'object') throw invalidArg('queue() needs { id }');
-  onlyKeys(opts as unknown as Record<string, unknown>, QUEUE_KEYS, 'queue', EMULATOR_HANDLE_KEYS);
+  onlyKeys(opts as unknown as Record<string, unknown>, [...QUEUE_KEYS, ...entryKeys], 'queue', EMULATOR_HANDLE_KEYS);
   const id = nameArg(opts.id, 'id');
   if (id === undefined) throw invalidArg('queue() needs an id');
   const tenantId = nameArg(opts.tenantId, 'tenantId') ?? 'default';

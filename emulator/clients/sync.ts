@@ -23,7 +23,10 @@ export interface SyncConnectOptions<T = unknown> extends SyncQueueOptions<T> {
  */
 export function queue<T = unknown>(opts: SyncConnectOptions<T>): SyncQueue<T> {
   // The handle's own view of a shared transport, so its close() ends its own recv and streams.
-  if (opts?.transport) return syncQueueOver(new HandleTransport(opts.transport), opts, true);
+  if (opts?.transport) return syncQueueOver(new HandleTransport(opts.transport), opts, true, CONNECT_KEYS);
   const conn = new Connection({ url: opts?.url, token: opts?.token, client: 'quayside-sync' });
-  return syncQueueOver(conn, opts, true);
+  return syncQueueOver(conn, opts, true, CONNECT_KEYS);
 }
+
+/** What this entry point reads itself; `memory` belongs to quayside/sync/memory and is refused here. */
+const CONNECT_KEYS = ['url', 'token', 'transport'];

@@ -9,6 +9,7 @@ import { HandleTransport } from '../clients/handle-transport';
 import { abortError } from '../clients/abort';
 import { Slots, mayBeHeld } from '../clients/slots';
 import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from '../clients/sync-face';
+import { invalidArg } from '../clients/common';
 
 // quayside/sync/memory: the same `queue()` as quayside/sync, with no emulator. An in-process
 // Transport runs the real engine on an in-memory store and calls the server's dispatch() with a
@@ -169,7 +170,7 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
     engine,
     // Each handle gets its own view of the one session, so its close() ends only its own calls, as
     // each quayside/sync handle closes only its own connection; a handle never closed holds nothing.
-    queue: <T>(o: SyncQueueOptions<T>) => syncQueueOver(new HandleTransport(transport), o, true),
+    queue: <T>(o: SyncQueueOptions<T>) => syncQueueOver(new HandleTransport(transport), o, true, IGNORED_KEYS),
     async close() {
       if (closed) return;
       closed = true;
@@ -182,6 +183,12 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
   return mq;
 }
 
+/**
+ * quayside/sync's connection options, accepted and unused: the same options object works with
+ * either import. A `transport` is refused (there is nothing to carry here).
+ */
+const IGNORED_KEYS = ['url', 'token'];
+
 let shared: MemoryQueues | null = null;
 
 /**
@@ -190,9 +197,15 @@ let shared: MemoryQueues | null = null;
  * is gone when the process ends. Pass `memory` to use an isolated `createMemoryQueues()` instead.
  */
 export function queue<T = unknown>(opts: SyncQueueOptions<T> & { memory?: MemoryQueues }): SyncQueue<T> {
-  if (opts?.memory) {
+  if (opts && typeof opts === 'object' && 'memory' in opts) {
     const { memory, ...rest } = opts;
-    return memory.queue(rest);
+    if (memory !== undefined && memory !== null) {
+      if (typeof memory !== 'object' || typeof (memory as Partial<MemoryQueues>).queue !== 'function') {
+        throw invalidArg('memory must be what createMemoryQueues() returned', { field: 'memory' });
+      }
+      return memory.queue(rest);
+    }
+    opts = rest;
   }
   shared ??= createMemoryQueues();
   return shared.queue(opts);

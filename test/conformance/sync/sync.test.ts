@@ -3,6 +3,7 @@ import * as remote from '../../../emulator/clients/sync';
 import * as memory from '../../../emulator/embedded/memory';
 import type { SyncQueue } from '../../../emulator/clients/sync-face';
 import { startEmulator } from '../../../emulator/emulator';
+import type { QuaysideError } from '../../../emulator/errors';
 import { DAY, SECOND, fresh, rejects, startTestEmulator, until } from '../support';
 import { variants, type Harness } from './harness';
 
@@ -549,5 +550,26 @@ describe('conformance: sync — transport (quayside/sync only)', function () {
     await memory.resetMemory();
     assert.equal(await memory.queue({ id: 'shared' }).recv({ wait: false }), null);
     await memory.resetMemory();
+  });
+
+  it("each entry point takes its own options: quayside/sync refuses memory, quayside/sync/memory refuses transport and a bad memory, and accepts url and token unused", async () => {
+    const mem = memory.createMemoryQueues();
+    try {
+      const onSync = (() => { try { remote.queue({ id: 'x', memory: mem } as never); } catch (e) { return e as QuaysideError; } })();
+      assert.equal(onSync?.code, 'invalid_argument');
+      assert.match(onSync!.message, /memory/);
+      const onMemory = (() => { try { mem.queue({ id: 'x', transport: {} } as never); } catch (e) { return e as QuaysideError; } })();
+      assert.equal(onMemory?.code, 'invalid_argument');
+      assert.match(onMemory!.message, /transport/);
+      const badMemory = (() => { try { memory.queue({ id: 'x', memory: {} as never }); } catch (e) { return e as QuaysideError; } })();
+      assert.equal(badMemory?.code, 'invalid_argument');
+      assert.match(badMemory!.message, /createMemoryQueues/);
+      // The same options object as for quayside/sync works in memory: url and token are read by nobody.
+      const q = memory.queue({ id: 'both', url: 'ws://127.0.0.1:9', token: 't', memory: mem } as never);
+      await q.send({ data: 1 });
+      assert.equal((await mem.queue({ id: 'both' }).recv({ wait: false }))!.data, 1);
+    } finally {
+      await mem.close();
+    }
   });
 });
