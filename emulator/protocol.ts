@@ -504,7 +504,8 @@ export function utf8Bytes(s: string): number {
  */
 export function nameProblem(name: string): string | null {
   if (name.length > LIMITS.maxNameChars) return `must be at most ${LIMITS.maxNameChars} characters`;
-  if (/[\u0000-\u001f]/.test(name)) return 'must not contain control characters';
+  // C0, DEL and C1: the Unicode control characters (Cc), none of which prints as part of a name.
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return 'must not contain control characters';
   if (hasLoneSurrogate(name)) return LONE_SURROGATE;
   return null;
 }

@@ -254,6 +254,19 @@ describe('engine: decisions', () => {
       assert.equal((await t.engine.getMessage({ ...ref, id })).lastError, 'bad \ufffd byte \ud83d\ude00');
     });
 
+    it('a control character in a name is refused, C0, DEL and C1 alike (U+0000–U+001F, U+007F–U+009F); the printable neighbours are names', async () => {
+      t = makeEngine();
+      for (const queue of ['a\tb', 'a\u0000', 'a\u007f', 'a\u0080', 'a\u009f']) {
+        const err = await rejects(t.engine.createQueue({ namespace: 'ns', queue, dialect: 'cache' }));
+        assert.equal(err.code, 'invalid_argument');
+        assert.match(err.message, /^queue must not contain control characters/);
+      }
+      assert.equal((await rejects(t.engine.createQueue({ namespace: 'n\u0085s', queue: 'q', dialect: 'cache' }))).code, 'invalid_argument');
+      assert.deepEqual((await t.engine.listQueues({})).queues.map((q) => q.name), []);
+      for (const queue of ['a~b', 'a\u00a0b', 'caf\u00e9']) await t.engine.createQueue({ namespace: 'ns', queue, dialect: 'cache' });
+      assert.deepEqual((await t.engine.listQueues({})).queues.map((q) => q.name).sort(), ['a~b', 'a\u00a0b', 'caf\u00e9'].sort());
+    });
+
     it('a queue.delete whose commit fails (disk full) keeps the queue and its push consumers: they still get batches and are told nothing', async () => {
       t = makeEngine();
       const q = { namespace: 'p/e', queue: 'q' };
