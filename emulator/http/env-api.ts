@@ -56,7 +56,12 @@ const handle: HttpRoute = async (req, res, engine) => {
   try {
     if (!route) throw new QuaysideError('invalid_argument', `${req.method} is not allowed on ${url.pathname}; use ${matching.map((r) => r.method).join(', ')}`);
     const who = resolveToken(engine, bearer(req.headers.authorization));
-    authorize(who.access, route.method === 'GET' ? 'peek' : route.op, READ_OPS);
+    try {
+      authorize(who.access, route.method === 'GET' ? 'peek' : route.op, READ_OPS);
+    } catch {
+      // Worded by the route the caller sent, not the engine operation behind it.
+      throw new QuaysideError('forbidden', `this token is read-only; ${route.method} ${url.pathname} needs a read-write token`, { details: { readOnly: true } });
+    }
     // A misspelt ?faild=1 would otherwise peek the live messages as if it were not there.
     for (const k of new Set(url.searchParams.keys())) {
       if (!route.query?.includes(k)) throw invalid(route.query ? `unknown query parameter "${k}"; expected ${route.query.join(', ')}` : `unknown query parameter "${k}"; ${route.method} ${url.pathname} takes none`);
@@ -68,6 +73,9 @@ const handle: HttpRoute = async (req, res, engine) => {
   } catch (e) {
     const err = e instanceof QuaysideError ? e : new QuaysideError('internal', (e as Error).message);
     const status = !route && err.code === 'invalid_argument' ? 405 : HTTP_STATUS[err.code];
+    // What RFC 9110 asks of these two answers: the methods that would do, and the scheme to use.
+    if (status === 405) res.setHeader('allow', matching.map((r) => r.method).join(', '));
+    if (status === 401) res.setHeader('www-authenticate', 'Bearer realm="quayside"');
     const payload: Record<string, unknown> = { code: err.code, message: err.message };
     if (err.resetAt !== undefined) {
       payload.resetAt = err.resetAt;
@@ -77,6 +85,8 @@ const handle: HttpRoute = async (req, res, engine) => {
   }
   return true;
 };
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
@@ -96,7 +106,13 @@ function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
     });
     req.on('end', () => {
       if (tooBig) return;
-      const text = Buffer.concat(chunks).toString('utf8');
+      let text: string;
+      try {
+        // Not toString(): that turns bytes that are not UTF-8 into U+FFFD, and stores them so.
+        text = UTF8.decode(Buffer.concat(chunks));
+      } catch {
+        return reject(invalid('the request body is not valid UTF-8'));
+      }
       if (text.trim() === '') return resolve({});
       try {
         const v = JSON.parse(text);

@@ -141,7 +141,42 @@ describe('conformance: env HTTP API', () => {
     assert.equal((await call('GET', '/v1/queues', undefined, 'qs_rw_wrong')).status, 401);
     const ro = await readOnlyToken(emu);
     assert.equal((await call('GET', `/v1/queues/${q.id}/messages`, undefined, ro)).status, 200);
-    assert.equal((await call('POST', `/v1/queues/${q.id}/messages`, { body: 1 }, ro)).status, 403);
+    const refused = await call('POST', `/v1/queues/${q.id}/messages`, { body: 1 }, ro);
+    assert.equal(refused.status, 403);
+    // Worded by the route the caller sent, not by the engine operation behind it.
+    assert.equal(refused.body.error.message, `this token is read-only; POST /v1/queues/${q.id}/messages needs a read-write token`);
+    assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
+  });
+
+  it('a 401 says to use a Bearer token (WWW-Authenticate); a 405 lists the methods the path takes (Allow)', async () => {
+    const project = fresh('p');
+    const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'hdr' })).body;
+    const anon = await fetch(`${emu.httpUrl}/v1/queues`);
+    assert.equal(anon.status, 401);
+    assert.match(anon.headers.get('www-authenticate') ?? '', /^Bearer\b/);
+    const put = await fetch(`${emu.httpUrl}/v1/queues/${q.id}`, { method: 'PUT', headers: { authorization: `Bearer ${emu.token}` } });
+    assert.equal(put.status, 405);
+    assert.equal(put.headers.get('allow'), 'GET, PATCH, DELETE');
+    assert.equal(((await put.json()) as any).error.code, 'invalid_argument');
+    // An answer that is neither carries neither.
+    const ok = await fetch(`${emu.httpUrl}/v1/queues/${q.id}`, { headers: { authorization: `Bearer ${emu.token}` } });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers.get('allow'), null);
+    assert.equal(ok.headers.get('www-authenticate'), null);
+  });
+
+  it('a body that is not UTF-8 is 400 invalid_argument and sends nothing (it is not stored with U+FFFD in its place)', async () => {
+    const project = fresh('p');
+    const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'utf8' })).body;
+    const bytes = Buffer.concat([Buffer.from('{"body":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]); // Latin-1 é
+    const r = await fetch(`${emu.httpUrl}/v1/queues/${q.id}/messages`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}`, 'content-type': 'application/json' }, body: bytes });
+    assert.equal(r.status, 400);
+    const err = ((await r.json()) as any).error;
+    assert.deepEqual([err.code, err.message], ['invalid_argument', 'the request body is not valid UTF-8']);
+    assert.equal((await call('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
+    // The same text as UTF-8 is a body like any other.
+    assert.equal((await call('POST', `/v1/queues/${q.id}/messages`, { body: 'caf\u00e9' })).status, 201);
+    assert.equal((await call('GET', `/v1/queues/${q.id}/messages`)).body.messages[0].body, 'caf\u00e9');
   });
 
   it('POST …/messages sends one ({ id }) or a batch ({ messages } → { ids }), all or nothing', async () => {
