@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Connection as ConnectionT } from './clients/connection';
 import type { MessageView, QueueInfo } from './protocol';
 import { DEFAULT_PORT, LIMITS } from './protocol';
+import { QuaysideError } from './errors';
 
 // The `quayside` command: `start` runs an emulator; the others talk to a running one.
 
@@ -468,9 +469,27 @@ async function client(cmd: string, args: Args): Promise<void> {
       default:
         throw new UsageError(`unknown command "${cmd}"`);
     }
+  } catch (e) {
+    throw inCliTerms(e, cmd);
   } finally {
     await conn.close();
   }
+}
+
+/** The protocol field behind each flag the emulator checks itself (a --delay past the queue's limit). */
+const FLAG_OF_FIELD: Record<string, string> = { delayMs: '--delay', dedupeKey: '--dedupe', attributes: '--attributes' };
+
+/**
+ * An emulator refusal in the words of the command line: the flag the user typed, not the protocol
+ * field it became; the command, not the operation it called. Code and details are kept.
+ */
+function inCliTerms(e: unknown, cmd: string): unknown {
+  if (!(e instanceof QuaysideError)) return e;
+  let message: string | undefined;
+  if (e.code === 'forbidden' && e.details?.readOnly === true) message = `this token is read-only; quayside ${cmd} needs a read-write token`;
+  const field = /^(\w+) /.exec(e.message)?.[1];
+  if (e.code === 'invalid_argument' && field && FLAG_OF_FIELD[field]) message = FLAG_OF_FIELD[field] + e.message.slice(field.length);
+  return message === undefined ? e : new QuaysideError(e.code, message, { resetAt: e.resetAt, details: e.details });
 }
 
 export async function main(argv: string[]): Promise<void> {

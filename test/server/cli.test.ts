@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
 import { createCache } from '../../emulator/clients/cache';
 import { urlHost } from '../../emulator/server/auth';
+import { readOnlyToken } from '../conformance/support';
 
 // The `quayside` command's own options: what the extension's push form and chart offer is in the
 // CLI too, and a bad option is a usage error (exit 64) before anything starts.
@@ -145,7 +146,8 @@ describe('quayside CLI: push --attributes, stats and show', function () {
       [['dead', 'ranges', '--limit', '1001'], /--limit must be at most 1000/],
       [['replay', 'ranges', '--max', '100001'], /--max must be at most 100000/],
       [['replay', 'ranges', '--ids', 'm_1,m_2', '--max', '1'], /give one or the other/],
-      [['push', 'ranges', '2', '--delay', String(7 * 24 * HOUR + 1)], /delayMs/], // the queue's own limit, found by the emulator
+      // The queue's own limit, found by the emulator, named by the flag the user typed.
+      [['push', 'ranges', '2', '--delay', String(7 * 24 * HOUR + 1)], new RegExp(`^--delay must be at most ${7 * 24 * HOUR}, got ${7 * 24 * HOUR + 1}$`)],
       // Decimal digits only: Number() would read these as 16, 1000, 3 and 5.
       ...['0x10', '1e3', '0b11', ' 5', '1.5'].map((d): [string[], RegExp] => [['push', 'ranges', '3', '--delay', d], /--delay must be a whole number ≥ 0/]),
       [['purge-dead', 'ranges', '--ids', 'm_1,,m_2'], /--ids has an empty id/],
@@ -163,6 +165,21 @@ describe('quayside CLI: push --attributes, stats and show', function () {
       assert.match(JSON.parse(e!.stderr).error.message, /MS must be a whole number of milliseconds ≥ 0/);
     }
     assert.equal(emu.clock.now(), before, 'the clock did not move');
+  });
+
+  it('a read-only token is refused in the words of the command (forbidden, exit 1), and nothing changes', async () => {
+    await emu.engine.push({ namespace: 'cli', queue: 'guarded', body: 1, create: 'cache' });
+    const ro = await readOnlyToken(emu);
+    const roArgs = ['--ns', 'cli', '--url', emu.url, '--token', ro, '--json'];
+    for (const [cmd, ...rest] of [['push', 'guarded', '2'], ['purge', 'guarded', '--yes'], ['replay', 'guarded'], ['purge-dead', 'guarded']]) {
+      const e = await fails(run(tsx, [cli, cmd, ...rest, ...roArgs]));
+      assert.equal(e?.code, 1, cmd);
+      const err = JSON.parse(e!.stderr).error;
+      assert.deepEqual([err.code, err.message, err.details?.readOnly], ['forbidden', `this token is read-only; quayside ${cmd} needs a read-write token`, true]);
+    }
+    assert.equal((await emu.engine.peek({ namespace: 'cli', queue: 'guarded' })).total, 1);
+    // Reading is what such a token is for.
+    assert.equal(JSON.parse((await run(tsx, [cli, 'peek', 'guarded', ...roArgs])).stdout).total, 1);
   });
 
   it('options with no command are a usage error (64); --help and a bare quayside print the usage, --version the version (0)', async () => {
