@@ -169,7 +169,8 @@ export interface AuditEntry {
   tokenId: string | null;
   namespace: string;
   queue: string;
-  action: 'replay' | 'purge_dead' | 'purge' | 'delete_queue';
+  /** `expire`: a `queue.configure` that shortened an age limit or the dead-letter retention deleted messages. */
+  action: 'replay' | 'purge_dead' | 'purge' | 'delete_queue' | 'expire';
   count: number;
   detail: string | null;
 }

@@ -388,6 +388,11 @@ export class Engine {
       if (policy.maxMessageAgeMs !== before.maxMessageAgeMs || policy.deadRetentionMs !== before.deadRetentionMs) {
         this.store.reExpire(q.id, { from: before.maxMessageAgeMs, to: policy.maxMessageAgeMs }, policy.deadRetentionMs - before.deadRetentionMs);
         this.applyDue();
+        // Messages a shorter limit deleted (not those it only dead-lettered) were deleted by this
+        // call, as a purge deletes them: the audit log says who did it and how many.
+        const after = this.store.queueById(q.id)!;
+        const dropped = q.n_waiting + q.n_leased + q.n_dead - (after.n_waiting + after.n_leased + after.n_dead);
+        if (dropped > 0) this.audit(actor, q, 'expire', dropped, retentionChange(before, policy));
       }
       this.note(q, 'queue_updated', []);
       return this.info(this.store.queueById(q.id)!, this.clock.now());
@@ -1603,4 +1608,13 @@ function tellDropped(a: Attachment): void {
   } catch {
     // the connection is gone, or the callback is broken: there is nobody left to tell
   }
+}
+
+/** An `expire` audit entry's detail: the limits that changed, old → new (ms; "none" for no limit). */
+function retentionChange(before: QueuePolicy, after: QueuePolicy): string {
+  const ms = (n: number | null) => (n === null ? 'none' : String(n));
+  const parts: string[] = [];
+  if (before.maxMessageAgeMs !== after.maxMessageAgeMs) parts.push(`maxMessageAgeMs ${ms(before.maxMessageAgeMs)} → ${ms(after.maxMessageAgeMs)}`);
+  if (before.deadRetentionMs !== after.deadRetentionMs) parts.push(`deadRetentionMs ${ms(before.deadRetentionMs)} → ${ms(after.deadRetentionMs)}`);
+  return parts.join(', ');
 }

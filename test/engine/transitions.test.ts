@@ -347,6 +347,38 @@ describe('engine: message transitions', () => {
       ]);
     }));
 
+  it('a configure whose shorter limit deletes messages is audited as expire, with its token, count and the change; one that deletes nothing is not', () =>
+    withQueue('cache', async (t) => {
+      const who = { name: 'ops', tokenId: 'tok_9', namespace: null };
+      await killOne(t);
+      await killOne(t);
+      await t.advance(2 * DAY);
+      await t.engine.push({ ...ref, body: 'young' });
+      // Longer, then shorter but still past their age: nothing goes, nothing is audited.
+      await t.engine.configureQueue({ ...ref, policy: { deadRetentionMs: 20 * DAY } }, who);
+      await t.engine.configureQueue({ ...ref, policy: { deadRetentionMs: 3 * DAY } }, who);
+      assert.deepEqual((await t.engine.auditList({})).entries, []);
+      await t.engine.configureQueue({ ...ref, policy: { deadRetentionMs: DAY } }, who);
+      const c = (await t.engine.stats(ref)).counts;
+      assert.deepEqual([c.ready, c.dead], [1, 0]);
+      const { entries } = await t.engine.auditList({});
+      assert.deepEqual(entries.map((e) => [e.action, e.token, e.tokenId, e.count, e.queue, e.detail]), [
+        ['expire', 'ops', 'tok_9', 2, 'q', `deadRetentionMs ${3 * DAY} → ${DAY}`],
+      ]);
+    }));
+
+  it('an age limit set on an env queue deletes what is past it, audited as expire', () =>
+    withQueue('env', async (t) => {
+      await t.engine.push({ ...ref, body: 1 });
+      await t.engine.push({ ...ref, body: 2 });
+      await t.advance(2 * DAY);
+      await t.engine.push({ ...ref, body: 3 });
+      await t.engine.configureQueue({ ...ref, policy: { maxMessageAgeMs: DAY } });
+      assert.equal((await t.engine.stats(ref)).counts.ready, 1);
+      const [e] = (await t.engine.auditList({})).entries;
+      assert.deepEqual([e.action, e.count, e.detail], ['expire', 2, `maxMessageAgeMs ${14 * DAY} → ${DAY}`]);
+    }));
+
   it('nack delay over maxNackDelayMs throws and settles nothing', () =>
     withQueue('sync', async (t) => {
       const { id } = await t.engine.push({ ...ref, body: 1 });

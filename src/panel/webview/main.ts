@@ -605,7 +605,7 @@ async function loadStats() {
   }
 }
 
-const ACTION_LABEL: Record<string, string> = { replay: 'Replay', purge_dead: 'Purge dead letters', purge: 'Purge live messages', delete_queue: 'Delete queue' };
+const ACTION_LABEL: Record<string, string> = { replay: 'Replay', purge_dead: 'Purge dead letters', purge: 'Purge live messages', delete_queue: 'Delete queue', expire: 'Expired by a shorter limit' };
 
 async function loadAudit() {
   try {
