@@ -180,8 +180,12 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
     },
   };
   if (clock.mode === 'virtual') mq.clock = { now: () => clock.now(), advance: (ms: number) => engine.advance(ms) };
+  sessions.set(mq, transport);
   return mq;
 }
+
+/** Each in-memory system's one session, for the shared transport below. */
+const sessions = new WeakMap<MemoryQueues, LocalTransport>();
 
 /**
  * quayside/sync's connection options, accepted and unused: the same options object works with
@@ -190,6 +194,34 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
 const IGNORED_KEYS = ['url', 'token'];
 
 let shared: MemoryQueues | null = null;
+const sharedListeners = new Set<(e: ServerEvent) => void>();
+
+function sharedSession(): LocalTransport {
+  if (!shared) {
+    shared = createMemoryQueues();
+    sessions.get(shared)!.onEvent((e) => {
+      for (const l of sharedListeners) l(e);
+    });
+  }
+  return sessions.get(shared)!;
+}
+
+/**
+ * The shared engine as one transport that outlives resetMemory(): each request goes to the engine
+ * current when it is made, as a quayside/sync handle's go to whichever emulator is listening. So a
+ * handle made at import time goes on after a test's reset; its queue, dropped by the reset, is made
+ * again on its next call (the face does so on not_found), as after an in-memory emulator restarts.
+ */
+const sharedTransport: Transport = {
+  request: (op, args, opts) => sharedSession().request(op, args, opts),
+  onEvent(listener) {
+    sharedListeners.add(listener);
+    return () => sharedListeners.delete(listener);
+  },
+  onReconnect: () => () => {},
+  // Never closed for good: each handle's own close() is its HandleTransport's.
+  close: async () => {},
+};
 
 /**
  * `queue({ id, tenantId?, prefix?, schema?, limits?, delivery? })` on this process's shared in-memory engine (system
@@ -207,11 +239,13 @@ export function queue<T = unknown>(opts: SyncQueueOptions<T> & { memory?: Memory
     }
     opts = rest;
   }
-  shared ??= createMemoryQueues();
-  return shared.queue(opts);
+  return syncQueueOver(new HandleTransport(sharedTransport), opts, true, IGNORED_KEYS);
 }
 
-/** Empties the shared in-memory engine used by `queue()` (a fresh one is made on next use). */
+/**
+ * Empties the shared in-memory engine used by `queue()` (a fresh one is made on next use). Handles
+ * made before go on against the fresh one; a call waiting at the reset fails `unavailable`.
+ */
 export async function resetMemory(): Promise<void> {
   const s = shared;
   shared = null;

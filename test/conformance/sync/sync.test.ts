@@ -552,6 +552,40 @@ describe('conformance: sync — transport (quayside/sync only)', function () {
     await memory.resetMemory();
   });
 
+  it('quayside/sync/memory: a handle made before resetMemory() goes on against the fresh engine (as a quayside/sync handle does after a restart), and so does its stream', async () => {
+    const q = memory.queue<string>({ id: 'survivor' });
+    const other = memory.queue<string>({ id: 'survivor' });
+    try {
+      await q.send({ data: 'old' });
+      await memory.resetMemory();
+      assert.equal(await q.recv({ wait: false }), null, 'the reset emptied it');
+      await q.send({ data: 'new' });
+      const m = await other.recv<string>({ wait: false });
+      assert.equal(m!.data, 'new');
+      await m!.ack();
+      const ac = new AbortController();
+      const seen: string[] = [];
+      const loop = (async () => {
+        for await (const x of q.stream<string>({ signal: ac.signal, timeoutMs: 60_000 })) {
+          seen.push(x.data);
+          await x.ack();
+          if (seen.length === 2) ac.abort();
+        }
+      })();
+      await other.send({ data: 'a' });
+      await until(() => seen.length === 1, 'the message before the reset');
+      await memory.resetMemory();
+      await other.send({ data: 'b' });
+      await until(() => seen.length === 2, 'the message after the reset', 10_000);
+      await loop;
+      assert.deepEqual(seen, ['a', 'b']);
+    } finally {
+      await q.close();
+      await other.close();
+      await memory.resetMemory();
+    }
+  });
+
   it("each entry point takes its own options: quayside/sync refuses memory, quayside/sync/memory refuses transport and a bad memory, and accepts url and token unused", async () => {
     const mem = memory.createMemoryQueues();
     try {
