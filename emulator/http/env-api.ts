@@ -65,6 +65,8 @@ const handle: HttpRoute = async (req, res, engine) => {
     // A misspelt ?faild=1 would otherwise peek the live messages as if it were not there.
     for (const k of new Set(url.searchParams.keys())) {
       if (!route.query?.includes(k)) throw invalid(route.query ? `unknown query parameter "${k}"; expected ${route.query.join(', ')}` : `unknown query parameter "${k}"; ${route.method} ${url.pathname} takes none`);
+      // ?limit=10&limit=500 has no one meaning; taking either would answer a question not asked.
+      if (url.searchParams.getAll(k).length > 1) throw invalid(`query parameter "${k}" is given more than once`);
     }
     const body = req.method === 'GET' || req.method === 'DELETE' ? {} : await readJson(req);
     const m = route.pattern.exec(url.pathname)!;

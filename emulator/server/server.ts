@@ -284,6 +284,10 @@ export class QuaysideServer {
         res.end(await metricsText(this.engine));
         return;
       }
+      if (url.pathname === '/healthz' || url.pathname === '/metrics') {
+        res.setHeader('allow', 'GET, HEAD');
+        return json(res, 405, { error: { code: 'invalid_argument', message: `${req.method} is not allowed on ${url.pathname}; use GET` } });
+      }
       for (const route of this.opts.routes ?? []) if (await route(req, res, this.engine)) return;
       json(res, 404, { error: { code: 'not_found', message: `no route for ${req.method} ${url.pathname}` } });
     } catch (e) {

@@ -526,6 +526,11 @@ describe('server: the WebSocket protocol', () => {
       const head = await fetch(`${emu.httpUrl}${path}`, { method: 'HEAD' });
       assert.equal(head.status, 200, path);
       assert.equal(await head.text(), '');
+      // Another method is 405 with the methods that would do, not a 404 that says the path is not there.
+      const post = await fetch(`${emu.httpUrl}${path}`, { method: 'POST' });
+      assert.equal(post.status, 405, path);
+      assert.equal(post.headers.get('allow'), 'GET, HEAD');
+      assert.equal(((await post.json()) as any).error.code, 'invalid_argument');
     }
   });
 

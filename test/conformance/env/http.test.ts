@@ -165,6 +165,16 @@ describe('conformance: env HTTP API', () => {
     assert.equal(ok.headers.get('www-authenticate'), null);
   });
 
+  it('a query parameter given twice is 400, not one of its values taken at random', async () => {
+    const project = fresh('p');
+    const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'twice' })).body;
+    const r = await call('GET', `/v1/queues/${q.id}/messages?limit=1&limit=500`);
+    assert.equal(r.status, 400);
+    assert.deepEqual([r.body.error.code, r.body.error.message], ['invalid_argument', 'query parameter "limit" is given more than once']);
+    assert.equal((await call('GET', `/v1/queues?project=${project}&project=other`)).status, 400);
+    assert.equal((await call('GET', `/v1/queues/${q.id}/messages?limit=1`)).status, 200);
+  });
+
   it('a body that is not UTF-8 is 400 invalid_argument and sends nothing (it is not stored with U+FFFD in its place)', async () => {
     const project = fresh('p');
     const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'utf8' })).body;
