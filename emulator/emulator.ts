@@ -167,4 +167,4 @@ export { DEFAULT_PORT };
 export { QuaysideError } from './errors';
 export type { ErrorCode } from './protocol';
 /** What a start that cannot take its data directory throws: `code: 'data_dir'`, `problem` says why. */
-export { StoreOpenError, type StoreOpenProblem } from './store/store';
+export { StoreOpenError, type StoreOpenProblem } from './store/boundary';

@@ -7,15 +7,15 @@ import { invalidArg, optCount, optMs, optObject, optSeconds } from './common';
 const DAY_MS = 24 * 3600 * 1000;
 const YEAR_MS = 365 * DAY_MS;
 
-/** `sync`: `delivery` and `limits` of `queue({ ... })`. */
-export interface SyncDelivery {
-  /** Deliveries before a message goes to the DLQ (default 10). */
+/**
+ * `sync`: the settings in `delivery` and `limits` of `queue({ ... })`. The seed does not say which
+ * object holds which, so each takes any of them (a key given in both must agree), as its types say.
+ */
+export interface SyncSettings {
+  /** Deliveries before a message goes to the DLQ (default 10). Usually in `delivery`. */
   maxDeliveries?: number;
-  /** Lease of a `recv` without its own `leaseMs` (default 30 s). */
+  /** Lease of a `recv` without its own `leaseMs` (default 30 s). Usually in `delivery`. */
   defaultLeaseMs?: number;
-}
-
-export interface SyncLimits {
   /** Bytes of the JSON envelope (data + meta) at most (default 131072). */
   payloadBytes?: number;
   /** Messages older than this go to the DLQ with reason `expired` (default 7 days). */
@@ -26,7 +26,12 @@ export interface SyncLimits {
   idempotencyTtlMs?: number;
   /** Largest `nack({ delayMs })` accepted (default 7 days); a larger one throws and settles nothing. */
   maxNackDelayMs?: number;
+  /** Accepted, not enforced (as at the top level); a partitioned mode throws. */
+  ordering?: unknown;
 }
+
+export type SyncDelivery = SyncSettings;
+export type SyncLimits = SyncSettings;
 
 export const SYNC_DELIVERY_KEYS = ['maxDeliveries', 'defaultLeaseMs'] as const;
 export const SYNC_LIMIT_KEYS = ['payloadBytes', 'maxMessageAgeMs', 'dlqRetentionMs', 'idempotencyTtlMs', 'maxNackDelayMs'] as const;

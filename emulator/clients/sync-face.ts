@@ -3,13 +3,13 @@ import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import type { Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
-import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits } from './policies';
+import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits, type SyncSettings } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
 // connection (quayside/sync) or the in-process engine (quayside/sync/memory). The semantics live in
 // the engine; this file only speaks the product's names.
 
-export type { SyncDelivery, SyncLimits };
+export type { SyncDelivery, SyncLimits, SyncSettings };
 
 /** The product's default key prefix. Its queues are the engine namespace `tenantId` itself. */
 export const DEFAULT_PREFIX = 'sync:queue';

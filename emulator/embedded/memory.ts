@@ -139,7 +139,8 @@ export interface MemoryQueuesOptions {
 
 export interface MemoryQueues {
   /** The same `queue()` as quayside/sync, on this in-memory engine. */
-  queue<T = unknown>(opts: SyncQueueOptions<T>): SyncQueue<T>;
+  /** `url` and `token` are accepted unused, as quayside/sync's connection options. */
+  queue<T = unknown>(opts: SyncQueueOptions<T> & ConnectionOptionsUnused): SyncQueue<T>;
   /** Present with `clock: 'virtual'`: epoch ms now, and advance (resolves once due work was applied). */
   clock?: VirtualClockControl;
   /** The engine, for tests that want to look inside. */
@@ -170,7 +171,7 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
     engine,
     // Each handle gets its own view of the one session, so its close() ends only its own calls, as
     // each quayside/sync handle closes only its own connection; a handle never closed holds nothing.
-    queue: <T>(o: SyncQueueOptions<T>) => syncQueueOver(new HandleTransport(transport), o, true, IGNORED_KEYS),
+    queue: <T>(o: SyncQueueOptions<T> & ConnectionOptionsUnused) => syncQueueOver(new HandleTransport(transport), o, true, IGNORED_KEYS),
     async close() {
       if (closed) return;
       closed = true;
@@ -224,11 +225,23 @@ const sharedTransport: Transport = {
 };
 
 /**
+ * quayside/sync's options: `url` and `token` are accepted and unused, so one options object serves
+ * either import; `memory` picks an isolated createMemoryQueues() instead of the shared engine.
+ */
+export type MemoryQueueOptions<T = unknown> = SyncQueueOptions<T> & ConnectionOptionsUnused & { memory?: MemoryQueues | null };
+
+/** quayside/sync's connection options, which an in-memory queue takes and does not use. */
+export interface ConnectionOptionsUnused {
+  url?: string;
+  token?: string;
+}
+
+/**
  * `queue({ id, tenantId?, prefix?, schema?, limits?, delivery? })` on this process's shared in-memory engine (system
  * clock): every `queue()` call with the same tenant and id sees the same messages, and everything
  * is gone when the process ends. Pass `memory` to use an isolated `createMemoryQueues()` instead.
  */
-export function queue<T = unknown>(opts: SyncQueueOptions<T> & { memory?: MemoryQueues }): SyncQueue<T> {
+export function queue<T = unknown>(opts: MemoryQueueOptions<T>): SyncQueue<T> {
   if (opts && typeof opts === 'object' && 'memory' in opts) {
     const { memory, ...rest } = opts;
     if (memory !== undefined && memory !== null) {

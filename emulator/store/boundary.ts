@@ -207,3 +207,15 @@ export interface QueueStore {
   lagSince(queueId: number, since: number): { before: LagRow | null; rows: LagRow[] };
   lagSweep(before: number): void;
 }
+
+/** A data directory the store cannot open, and why (the CLI reports it as `data_dir`). */
+export type StoreOpenProblem = 'not_quayside' | 'corrupt' | 'newer_version' | 'unwritable' | 'in_use';
+
+export class StoreOpenError extends Error {
+  /** Stable, as the CLI reports it; `problem` says which. */
+  readonly code = 'data_dir';
+  constructor(readonly problem: StoreOpenProblem, message: string) {
+    super(message);
+    this.name = 'StoreOpenError';
+  }
+}

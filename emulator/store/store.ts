@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './schema';
-import { DEAD, LEASED, WAITING, type AuditRow, type DueRow, type LagRow, type MessageRow, type NamespaceRow, type NewMessage, type QueueRow, type QueueStore, type TokenRow } from './boundary';
+import { DEAD, LEASED, StoreOpenError, WAITING, type StoreOpenProblem, type AuditRow, type DueRow, type LagRow, type MessageRow, type NamespaceRow, type NewMessage, type QueueRow, type QueueStore, type TokenRow } from './boundary';
 
 // The only module with SQL. Each exported method is one atomic transition of the queue state
 // machine: the engine calls them inside its group-commit transaction and never writes SQL.
@@ -32,16 +32,8 @@ function bindInsert(args: unknown[], at: number, id: number, queueId: number, no
 /** The columns a claim reads back (the rest of the row it knows already). */
 type ClaimedRow = Pick<MessageRow, 'id' | 'visible_at' | 'attempts' | 'enqueued_at' | 'expires_at' | 'body' | 'size' | 'extra' | 'last_error'>;
 
-export type StoreOpenProblem = 'not_quayside' | 'corrupt' | 'newer_version' | 'unwritable' | 'in_use';
-
-export class StoreOpenError extends Error {
-  /** Stable, as the CLI reports it; `problem` says which. */
-  readonly code = 'data_dir';
-  constructor(readonly problem: StoreOpenProblem, message: string) {
-    super(message);
-    this.name = 'StoreOpenError';
-  }
-}
+// Here for the store's importers; declared in boundary.ts so the public types never reach better-sqlite3.
+export { StoreOpenError, type StoreOpenProblem };
 
 export interface StoreOptions {
   /** A directory holding `quayside.db`, or null for an in-memory database. */

@@ -37,8 +37,13 @@ describe('entry points (package exports, built)', function () {
     const ts = require('typescript') as typeof import('typescript');
     const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'qs-types-'));
     try {
-      fs.mkdirSync(path.join(dir, 'node_modules'));
-      fs.symlinkSync(root, path.join(dir, 'node_modules', 'quayside'), 'dir');
+      fs.mkdirSync(path.join(dir, 'node_modules', '@types'), { recursive: true });
+      // The package as installed: its manifest and dist/, none of its own node_modules.
+      fs.mkdirSync(path.join(dir, 'node_modules', 'quayside'));
+      for (const f of ['package.json', 'dist']) fs.symlinkSync(path.join(root, f), path.join(dir, 'node_modules', 'quayside', f));
+      // An app has @types/node, not this package's dev dependencies (@types/better-sqlite3, @types/ws).
+      fs.symlinkSync(path.join(root, 'node_modules', '@types', 'node'), path.join(dir, 'node_modules', '@types', 'node'), 'dir');
+      fs.symlinkSync(path.join(root, 'node_modules', 'undici-types'), path.join(dir, 'node_modules', 'undici-types'), 'dir');
       fs.writeFileSync(path.join(dir, 'app.test.ts'), [
         "import { startEmulator } from 'quayside/emulator';",
         "import { createCache } from 'quayside/cache';",
@@ -89,6 +94,11 @@ describe('entry points (package exports, built)', function () {
         "  const code: ErrorCode = 'not_found';",
         '  void code;',
         '  try { await startEmulator({ dataDir: url }); } catch (e) { if (e instanceof StoreOpenError && e.problem === \'in_use\') total++; }',
+        // One options object for either sync import: the in-memory queue takes url and token unused.
+        "  const mq = (await import('quayside/sync/memory')).queue({ id: 'both', url, token });",
+        '  void mq;',
+        // The seed does not say which of limits / delivery holds which setting: either takes any.
+        "  queue({ id: 'a', url, token, limits: { maxDeliveries: 3 }, delivery: { maxMessageAgeMs: 1000, ordering: 'fifo' } });",
         '  return total;',
         '}',
         // Without a virtual clock there may be none: the typings must say so.
@@ -100,15 +110,17 @@ describe('entry points (package exports, built)', function () {
       ].join('\n'));
       // node16 reads "exports"; the classic CommonJS setup (module commonjs, resolution node10)
       // ignores it and finds the typings through "typesVersions".
+      // The package's own .d.ts files are checked too (skipLibCheck off, no esModuleInterop): a
+      // public type that reached better-sqlite3 would fail here, as it would in such an app.
       for (const [module, moduleResolution] of [
         [ts.ModuleKind.Node16, ts.ModuleResolutionKind.Node16],
         [ts.ModuleKind.CommonJS, ts.ModuleResolutionKind.Node10],
       ] as const) {
         const program = ts.createProgram([path.join(dir, 'app.test.ts')], {
-          strict: true, noEmit: true, module, moduleResolution,
-          target: ts.ScriptTarget.ES2022, types: [], skipLibCheck: true, preserveSymlinks: true,
+          strict: true, noEmit: true, module, moduleResolution, target: ts.ScriptTarget.ES2022,
+          types: ['node'], typeRoots: [path.join(dir, 'node_modules', '@types')], skipLibCheck: false, preserveSymlinks: true,
         });
-        const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+        const problems = ts.getPreEmitDiagnostics(program).map((d) => `${d.file ? path.basename(d.file.fileName) + ': ' : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
         assert.deepEqual(problems, [], `module ${ts.ModuleKind[module]}, resolution ${ts.ModuleResolutionKind[moduleResolution]}`);
       }
     } finally {

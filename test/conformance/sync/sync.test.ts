@@ -599,7 +599,7 @@ describe('conformance: sync — transport (quayside/sync only)', function () {
       assert.equal(badMemory?.code, 'invalid_argument');
       assert.match(badMemory!.message, /createMemoryQueues/);
       // The same options object as for quayside/sync works in memory: url and token are read by nobody.
-      const q = memory.queue({ id: 'both', url: 'ws://127.0.0.1:9', token: 't', memory: mem } as never);
+      const q = memory.queue({ id: 'both', url: 'ws://127.0.0.1:9', token: 't', memory: mem });
       await q.send({ data: 1 });
       assert.equal((await mem.queue({ id: 'both' }).recv({ wait: false }))!.data, 1);
     } finally {
