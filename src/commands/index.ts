@@ -4,6 +4,7 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { resolveUrl } from '../../emulator/clients/transport';
+import { QuaysideError } from '../../emulator/errors';
 import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
 import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../core/args';
 import { formatDuration, parseDuration } from '../core/duration';
@@ -14,8 +15,8 @@ import { npmFix, type NpmFixKind } from '../core/npmFix';
 import { workspaceFolders } from '../config';
 import type { TreeNode } from '../tree/model';
 import type { QueueTreeProvider } from '../tree/provider';
-import { confirm, pickNamespace, pickQueue, withProgress, withStatusProgress } from './ui';
-import { NEW_NAMESPACE_LABEL, deadLetterItem, peekItem, type NamespaceItem } from './picks';
+import { confirm, pickMessage, pickNamespace, pickQueue, withProgress, withStatusProgress } from './ui';
+import { NEW_NAMESPACE_LABEL, deadLetterItem, messagePickHint, type NamespaceItem } from './picks';
 import { messageUri, type MessageDocuments } from '../messageDocs';
 import { checkAttributes, checkDedupeKey } from '../panel/validate';
 import { isPanelTab, type ExportFormat, type PanelTab } from '../panel/messages';
@@ -39,8 +40,13 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
   const { service, tree, log } = c;
   const t = service.transport;
 
-  const ensureRunning = async (): Promise<boolean> => {
+  /**
+   * Whether the emulator runs, offering to start it when not. A call with a plain-object argument
+   * (a test, another extension) is told at once instead: no one may be there to answer the offer.
+   */
+  const ensureRunning = async (arg?: unknown): Promise<boolean> => {
     if (service.state === 'running') return true;
+    if (isProgrammatic(arg)) throw new QuaysideError('unavailable', `the Quayside emulator is not running (${service.state}): start it first (quayside.start)`);
     const pick = await vscode.window.showWarningMessage('The Quayside emulator is not running.', 'Start Emulator');
     if (pick === 'Start Emulator') return (await startWithUi()).state === 'running';
     return false;
@@ -212,7 +218,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     'quayside.refresh': async () => tree.refresh(),
 
     'quayside.createQueue': async (arg) => {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       const a = (arg ?? {}) as { namespace?: string; queue?: string; name?: string; dialect?: Dialect; policy?: object };
       let namespace = a.namespace;
       if (!namespace && arg && typeof arg === 'object' && (arg as TreeNode).kind === 'namespace') namespace = (arg as { namespace: string }).namespace;
@@ -247,7 +253,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     },
 
     'quayside.deleteQueue': async (arg) => {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       const ref = await pickQueue(t, arg, 'Delete Queue');
       if (!ref) return;
       if (!skipConfirm(arg) && !(await confirm(`Delete the queue ${qname(ref)}?`, 'Every message in it, live and dead, is deleted too. This cannot be undone.', 'Delete Queue'))) return;
@@ -257,7 +263,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     },
 
     'quayside.pushMessage': async (arg) => {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       const ref = await pickQueue(t, arg, 'Push Message');
       if (!ref) return;
       const a = (arg ?? {}) as Partial<PushInput> & { body?: unknown };
@@ -290,7 +296,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     },
 
     'quayside.pushMessageFromEditor': async (arg) => {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       // Editor menus pass the document's Uri (an interactive call); the palette passes nothing.
       const uri = isUriLike(arg) ? (arg as vscode.Uri) : undefined;
       const text = (arg as { text?: unknown } | undefined)?.text;
@@ -320,7 +326,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     },
 
     'quayside.peekMessages': async (arg) => {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       const ref = await pickQueue(t, arg, 'Peek Messages');
       if (!ref) return;
       // From a folder, just that folder's messages; from a queue (or the palette), all of them.
@@ -332,11 +338,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         void vscode.window.showInformationMessage(`Quayside: ${qname(ref)} holds no messages.`);
         return r;
       }
-      const pick = await vscode.window.showQuickPick(
-        r.messages.map(peekItem),
-        { title: `Peek ${qname(ref)}: ${r.messages.length} of ${r.total} (nothing is leased)`, matchOnDetail: true, matchOnDescription: true },
-      );
-      if (pick) await showMessage({ ...ref, id: pick.m.id });
+      const id = await pickMessage(r.messages, `Peek ${qname(ref)}: ${r.messages.length} of ${r.total} (nothing is leased)`, messagePickHint(r.messages.length, r.total));
+      if (id) await showMessage({ ...ref, id });
       return r;
     },
 
@@ -346,7 +349,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
 
     // The panel's Export, from the palette or a queue's menu: the same host-side code, no webview.
     'quayside.exportMessages': async (arg) => {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       const ref = await pickQueue(t, arg, 'Export Messages');
       if (!ref) return;
       const given = isProgrammatic(arg) ? (arg as { format?: unknown; states?: unknown; file?: unknown }) : {};
@@ -382,7 +385,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     'quayside.purgeDeadLetters': async (arg, selected) => deadLettersCommand('purge', arg, selected),
 
     'quayside.purgeQueue': async (arg) => {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       const ref = await pickQueue(t, arg, 'Purge Queue');
       if (!ref) return;
       if (!skipConfirm(arg) && !(await confirm(`Purge every live message of ${qname(ref)}?`, 'Ready, delayed and in-flight messages are deleted (dead letters stay). This cannot be undone.', 'Purge Queue'))) return;
@@ -400,7 +403,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     },
 
     'quayside.advanceClock': async (arg) => {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       const clock = await t.request('clock.now', {});
       if (clock.mode !== 'virtual') {
         const setting = vscode.workspace.getConfiguration('quayside').get<string>('clock');
@@ -441,8 +444,15 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     },
     'quayside.showMessage': async (arg) => {
       const ref = messageRefFromArg(arg);
-      if (!ref) return noMessageGiven('Show Message');
-      return showMessage(ref);
+      if (ref) return showMessage(ref);
+      // From the palette: which queue, then which message (one of the first page, or any by its id).
+      if (isProgrammatic(arg) && !refFromArg(arg)) return noMessageGiven('Show Message');
+      if (!(await ensureRunning(arg))) return;
+      const q = await pickQueue(t, arg, 'Show Message');
+      if (!q) return;
+      const r = await t.request('peek', { ...q, states: ['ready', 'delayed', 'leased', 'dead'], limit: 100 });
+      const id = await pickMessage(r.messages, `Show Message: ${qname(q)}`, messagePickHint(r.messages.length, r.total));
+      return id ? showMessage({ ...q, id }) : undefined;
     },
     'quayside.replayMessage': async (arg, selected) => handlers['quayside.replayDeadLetters'](arg, selected),
     'quayside.discardMessage': async (arg, selected) => handlers['quayside.purgeDeadLetters'](arg, selected),
@@ -478,7 +488,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     // so from the palette it offers Start and goes on once it runs.
     let ref = refFromArg(arg);
     if (!ref) {
-      if (!(await ensureRunning())) return;
+      if (!(await ensureRunning(arg))) return;
       ref = await pickQueue(t, arg, title);
       if (!ref) return;
     }
@@ -494,7 +504,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
   async function deadLettersCommand(action: DeadAction, arg: unknown, selected: unknown) {
     const replay = action === 'replay';
     const result = (n: number, arrived?: number) => ({ [replay ? 'replayed' : 'purged']: n, ...(arrived ? { arrived } : {}) });
-    if (!(await ensureRunning())) return;
+    if (!(await ensureRunning(arg))) return;
     let ids = messageIdsFromArgs(arg, selected);
     if (ids?.length === 0) return nothingSelected(arg, result(0));
     const ref = await pickQueue(t, arg, replay ? 'Replay Dead Letters' : 'Purge Dead Letters', (q) => q.counts.dead > 0);

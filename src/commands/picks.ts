@@ -17,6 +17,34 @@ export function peekItem(m: MessageView) {
   return { label: plain(bodyPreview(m.body, 80)), description: plain(`${m.state} · ${attemptsText(m.attempts)}${m.deadReason ? ` · ${m.deadReason}` : ''}`), detail: m.id, m };
 }
 
+/** What a message id looks like (`m_` and a number), so a typed one can be offered before asking the emulator. */
+const MESSAGE_ID = /^m_[1-9][0-9]{0,15}$/;
+
+export interface MessageItem {
+  label: string;
+  description?: string;
+  detail?: string;
+  alwaysShow?: boolean;
+  /** The message to show. */
+  id: string;
+}
+
+/**
+ * Show Message and Peek Messages: the page of messages peeked, and a typed message id that is not
+ * on it (a queue holds more than one page), offered first, so any message can be opened by its id.
+ */
+export function messageItems(messages: readonly MessageView[], typed: string): MessageItem[] {
+  const items: MessageItem[] = messages.map((m) => ({ ...peekItem(m), id: m.id }));
+  const id = typed.trim();
+  if (MESSAGE_ID.test(id) && !messages.some((m) => m.id === id)) items.unshift({ label: `$(go-to-file) Show ${id}`, description: 'by its id', id, alwaysShow: true });
+  return items;
+}
+
+/** A message pick's hint: how much of the queue it lists, and that any other opens by its id. */
+export function messagePickHint(shown: number, total: number): string {
+  return shown < total ? `The first ${shown} of ${total}: type a message id (m_…) to open any other` : 'Pick a message, or type its id (m_…)';
+}
+
 /** Replay / Purge Dead Letters: one dead letter to tick. */
 export function deadLetterItem(m: MessageView) {
   return { label: plain(bodyPreview(m.body, 80)), description: plain(`${m.deadReason ?? 'dead'} · ${attemptsText(m.attempts)}`), detail: plain(m.lastError ? `${m.id} · ${m.lastError}` : m.id), id: m.id };

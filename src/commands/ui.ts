@@ -1,10 +1,10 @@
 // Prompts shared by the commands: which queue, a modal confirmation, progress, errors.
 import * as vscode from 'vscode';
-import type { QueueInfo, QueueRef } from '../../emulator/protocol';
+import type { MessageView, QueueInfo, QueueRef } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import { refFromArg } from '../core/args';
 import { countsDetail } from '../tree/model';
-import { namespaceItems, plain, type NamespaceItem } from './picks';
+import { messageItems, namespaceItems, plain, type MessageItem, type NamespaceItem } from './picks';
 
 /** The queue the command is about: from the node or argument, or a quick pick. */
 export async function pickQueue(transport: Transport, arg: unknown, title: string, filter?: (q: QueueInfo) => boolean): Promise<QueueRef | undefined> {
@@ -24,19 +24,21 @@ export async function pickQueue(transport: Transport, arg: unknown, title: strin
 }
 
 /**
- * A namespace from a quick pick that also takes a typed new name (see namespaceItems): the picked
- * item, or undefined when dismissed. An item whose name is not valid keeps the pick open.
+ * A quick pick whose items follow what is typed (`itemsFor`): the accepted item, or undefined when
+ * dismissed. An item `acceptable` refuses keeps the pick open.
  */
-export function pickNamespace(namespaces: readonly { namespace: string; queues: number }[], title: string): Promise<NamespaceItem | undefined> {
-  const qp = vscode.window.createQuickPick<NamespaceItem & vscode.QuickPickItem>();
+function typedPick<T extends vscode.QuickPickItem>(title: string, placeholder: string, itemsFor: (typed: string) => T[], acceptable: (item: T) => boolean = () => true, matchOnAll = false): Promise<T | undefined> {
+  const qp = vscode.window.createQuickPick<T>();
   qp.title = title;
-  qp.placeholder = 'Pick a namespace, or type the name of a new one';
-  qp.items = namespaceItems(namespaces, '');
+  qp.placeholder = placeholder;
+  qp.matchOnDetail = matchOnAll;
+  qp.matchOnDescription = matchOnAll;
+  qp.items = itemsFor('');
   return new Promise((resolve) => {
-    qp.onDidChangeValue((v) => (qp.items = namespaceItems(namespaces, v)));
+    qp.onDidChangeValue((v) => (qp.items = itemsFor(v)));
     qp.onDidAccept(() => {
       const item = qp.activeItems[0];
-      if (!item || item.error) return;
+      if (!item || !acceptable(item)) return;
       resolve(item);
       qp.hide();
     });
@@ -46,6 +48,22 @@ export function pickNamespace(namespaces: readonly { namespace: string; queues: 
     });
     qp.show();
   });
+}
+
+/**
+ * A namespace from a quick pick that also takes a typed new name (see namespaceItems): the picked
+ * item, or undefined when dismissed. An item whose name is not valid keeps the pick open.
+ */
+export function pickNamespace(namespaces: readonly { namespace: string; queues: number }[], title: string): Promise<NamespaceItem | undefined> {
+  return typedPick<NamespaceItem & vscode.QuickPickItem>(title, 'Pick a namespace, or type the name of a new one', (v) => namespaceItems(namespaces, v), (item) => !item.error);
+}
+
+/**
+ * A message from a peeked page, or any other of the queue's by its typed id (see messageItems):
+ * its id, or undefined when dismissed.
+ */
+export async function pickMessage(messages: readonly MessageView[], title: string, placeholder: string): Promise<string | undefined> {
+  return (await typedPick<MessageItem>(title, placeholder, (v) => messageItems(messages, v), undefined, true))?.id;
 }
 
 /** A modal "are you sure"; true only when the user picked `action`. */

@@ -338,4 +338,21 @@ describe('Quayside extension in VS Code', function () {
     await until('the process gone', () => !alive(pid), 5000);
     assert.deepEqual(await root(), [], 'the tree is empty (the welcome view shows)');
   });
+
+  it('a command called with an argument object while stopped fails at once (no Start offer waits for a click)', async () => {
+    assert.equal(api.service.state, 'stopped');
+    for (const [id, arg] of [
+      ['quayside.pushMessage', { namespace: NS, queue: Q, body: 1 }],
+      ['quayside.peekMessages', { namespace: NS, queue: Q }],
+      ['quayside.purgeDeadLetters', { namespace: NS, queue: Q, confirm: false }],
+    ] as const) {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${id} did not answer`)), 5000)));
+      try {
+        await assert.rejects(Promise.race([Promise.resolve(vscode.commands.executeCommand(id, arg)), bound]), /the Quayside emulator is not running \(stopped\)/, id);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  });
 });

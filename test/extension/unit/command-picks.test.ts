@@ -1,7 +1,7 @@
 // What the palette's commands show and offer, as plain data: quick-pick items, message documents,
 // and which fixes an (old) error toast may still run.
 import assert from 'node:assert/strict';
-import { NEW_NAMESPACE_LABEL, deadLetterItem, namespaceItems, peekItem, plain } from '../../../src/commands/picks';
+import { NEW_NAMESPACE_LABEL, deadLetterItem, messageItems, messagePickHint, namespaceItems, peekItem, plain } from '../../../src/commands/picks';
 import { fixStillApplies } from '../../../src/core/explain';
 import { messageText } from '../../../src/core/messageText';
 import { attemptsText } from '../../../src/tree/model';
@@ -50,6 +50,21 @@ describe('extension: command quick picks and documents', () => {
     assert.equal(peekItem(message('m2', 'dead', 'x', { attempts: 5, deadReason: 'nack' })).description, 'dead · 5 attempts · nack');
     const d = deadLetterItem(message('m3', 'dead', { a: 1 }, { attempts: 1, deadReason: 'timeout', lastError: 'boom' }));
     assert.deepEqual(d, { label: '{"a":1}', description: 'timeout · 1 attempt', detail: 'm3 · boom', id: 'm3' });
+  });
+
+  it('Show Message / Peek pick: the page peeked, and a typed message id not on it offered first (any message opens by its id)', () => {
+    const page = [message('m_1', 'ready', { a: 1 }, { attempts: 0 }), message('m_2', 'dead', 'x', { attempts: 5, deadReason: 'nack' })];
+    assert.deepEqual(messageItems(page, '').map((i) => i.id), ['m_1', 'm_2']);
+    // Text that is not an id just filters (VS Code matches it against label, description, detail).
+    assert.deepEqual(messageItems(page, 'order').map((i) => i.id), ['m_1', 'm_2']);
+    const typed = messageItems(page, ' m_250 ');
+    assert.deepEqual(typed[0], { label: '$(go-to-file) Show m_250', description: 'by its id', id: 'm_250', alwaysShow: true });
+    assert.equal(typed.length, 3);
+    // One on the page is that item (its detail is the id), not offered twice.
+    assert.deepEqual(messageItems(page, 'm_2').map((i) => i.id), ['m_1', 'm_2']);
+    for (const notAnId of ['m_', 'm_0', 'm_01', 'm_1x', 'x_5']) assert.equal(messageItems(page, notAnId).length, 2, notAnId);
+    assert.equal(messagePickHint(2, 2), 'Pick a message, or type its id (m_…)');
+    assert.equal(messagePickHint(100, 2500), 'The first 100 of 2500: type a message id (m_…) to open any other');
   });
 
   it('a message document is valid JSON, also once the message is gone', async () => {
