@@ -69,6 +69,15 @@ function isZombie(pid: number): boolean {
   }
 }
 
+/** The pid a lock file names; NaN when it is gone or holds no number. */
+function readOwner(file: string): number {
+  try {
+    return Number.parseInt(fs.readFileSync(file, 'utf8'), 10);
+  } catch {
+    return NaN;
+  }
+}
+
 function lockError(dataDir: string, e: unknown): StoreOpenError {
   return new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); is the disk full or read-only?`);
 }
@@ -136,7 +145,11 @@ export class Store implements QueueStore {
 
   private static prepareDir(dataDir: string): void {
     try {
-      fs.mkdirSync(dataDir, { recursive: true });
+      // One level at a time from the deepest that exists, not mkdirSync's recursive form, which
+      // loops for ever where the file system answers ENOENT to every mkdir (a path under /proc).
+      const missing: string[] = [];
+      for (let d = path.resolve(dataDir); !fs.existsSync(d) && path.dirname(d) !== d; d = path.dirname(d)) missing.unshift(d);
+      for (const d of missing) fs.mkdirSync(d);
       fs.accessSync(dataDir, fs.constants.W_OK);
     } catch (e) {
       throw new StoreOpenError('unwritable', `the data directory ${dataDir} cannot be written: ${(e as Error).message}`);
@@ -163,35 +176,62 @@ export class Store implements QueueStore {
     if (Store.lockedDirs.has(key)) {
       throw new StoreOpenError('in_use', `the data directory ${dataDir} is in use by another store in this process; close it or choose another data directory`);
     }
-    for (let attempt = 0; ; attempt++) {
-      let fd: number;
-      try {
-        fd = fs.openSync(file, 'wx');
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(dataDir, e);
-        let owner = NaN;
+    // The lock appears with its pid already in it (written aside, then linked into place, which
+    // fails if one exists): a lock created empty and written after could be read as garbage by
+    // another start in between, and taken over.
+    const mine = `${file}.${process.pid}.new`;
+    try {
+      fs.writeFileSync(mine, `${process.pid}\n`);
+    } catch (e) {
+      fs.rmSync(mine, { force: true });
+      throw lockError(dataDir, e);
+    }
+    try {
+      for (let attempt = 0; ; attempt++) {
         try {
-          owner = Number.parseInt(fs.readFileSync(file, 'utf8'), 10);
-        } catch {
-          // Gone in between: try again.
+          fs.linkSync(mine, file);
+          Store.lockedDirs.add(key);
+          return { file, key };
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(dataDir, e);
         }
-        if ((owner !== process.pid && processAlive(owner)) || attempt >= 2) {
+        if (!fs.lstatSync(file, { throwIfNoEntry: false })?.isFile() && fs.existsSync(file)) {
+          throw new StoreOpenError('not_quayside', `${file} is not a Quayside lock (not a file); move it away or choose another data directory`);
+        }
+        const owner = readOwner(file);
+        if ((owner !== process.pid && processAlive(owner)) || attempt >= 4) {
           throw new StoreOpenError('in_use', `the data directory ${dataDir} is in use by another Quayside emulator (pid ${owner}); stop it or choose another data directory (if no emulator runs there, delete ${file})`);
         }
-        fs.rmSync(file, { force: true }); // left by a process that is gone
-        continue;
+        Store.takeOver(file, owner); // left by a process that is gone
       }
-      try {
-        fs.writeSync(fd, `${process.pid}\n`);
-      } catch (e) {
-        fs.closeSync(fd);
-        fs.rmSync(file, { force: true });
-        throw lockError(dataDir, e);
-      }
-      fs.closeSync(fd);
-      Store.lockedDirs.add(key);
-      return { file, key };
+    } finally {
+      fs.rmSync(mine, { force: true });
     }
+  }
+
+  /**
+   * Removes a lock left by `owner`, a process that is gone, unless another start took it over
+   * first. Two starts can both find the same stale lock: deleting it by name would let the later
+   * one delete the lock the earlier one had just made, and both would run. So it is moved aside
+   * (a rename moves one file, atomically) and read again: a lock that is no longer `owner`'s is
+   * another start's, and is put back (link fails rather than replace one made since).
+   */
+  private static takeOver(file: string, owner: number): void {
+    const aside = `${file}.${process.pid}.stale`;
+    try {
+      fs.renameSync(file, aside);
+    } catch {
+      return; // gone already: the caller tries again
+    }
+    const moved = readOwner(aside);
+    if (moved !== owner && !(Number.isNaN(moved) && Number.isNaN(owner))) {
+      try {
+        fs.linkSync(aside, file);
+      } catch {
+        // Another lock appeared meanwhile: that one stands, and the caller is refused by it.
+      }
+    }
+    fs.rmSync(aside, { force: true });
   }
 
   private unlock(): void {

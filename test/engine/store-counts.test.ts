@@ -264,4 +264,35 @@ describe('store: queue counts', () => {
       holder.kill('SIGKILL');
     }
   });
+
+  it('two starts that find the same stale lock: the later one\'s take-over leaves the lock the earlier one made since', () => {
+    const d = dir();
+    const file = path.join(d, LOCK_FILE);
+    const takeOver = (Store as unknown as { takeOver(file: string, owner: number): void }).takeOver.bind(Store);
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+    // Both read the dead pid; the first removed it and wrote its own (here: this test's parent, alive).
+    fs.writeFileSync(file, `${process.ppid}\n`);
+    takeOver(file, gone); // the second, still acting on what it read
+    assert.equal(fs.readFileSync(file, 'utf8').trim(), String(process.ppid), 'the live lock was put back');
+    assert.throws(() => new Store({ dataDir: d }), (e: StoreOpenError) => e.problem === 'in_use' && e.message.includes(`pid ${process.ppid}`));
+    // What it read is what is there: the stale lock goes, and nothing is left aside.
+    fs.writeFileSync(file, `${gone}\n`);
+    takeOver(file, gone);
+    assert.deepEqual(fs.readdirSync(d).filter((f) => f.startsWith(LOCK_FILE)), []);
+    const s = open(d);
+    assert.equal(fs.readFileSync(file, 'utf8').trim(), String(process.pid));
+    s.close();
+  });
+
+  it('a lock path that is a directory is refused as data_dir (not_quayside), and left alone', () => {
+    const d = dir();
+    fs.mkdirSync(path.join(d, LOCK_FILE));
+    assert.throws(() => new Store({ dataDir: d }), (e: StoreOpenError) => e.name === 'StoreOpenError' && e.problem === 'not_quayside' && /quayside\.lock is not a Quayside lock \(not a file\)/.test(e.message));
+    assert.ok(fs.statSync(path.join(d, LOCK_FILE)).isDirectory());
+  });
+
+  it('a data directory the file system will not create (under /proc) is refused at once, not retried for ever', function () {
+    if (!fs.existsSync('/proc/self')) this.skip();
+    assert.throws(() => new Store({ dataDir: '/proc/self/quayside-test/data' }), (e: StoreOpenError) => e.name === 'StoreOpenError' && e.problem === 'unwritable');
+  });
 });
