@@ -285,7 +285,8 @@ async function start(args: Args): Promise<void> {
   const stop = async (why: string) => {
     if (stopping) return;
     stopping = true;
-    if (!asJson) process.stderr.write(`quayside: ${why}, stopping\n`);
+    // After a SIGHUP the terminal is gone: writing to it could fail before the data is closed.
+    if (!asJson && why !== 'SIGHUP') process.stderr.write(`quayside: ${why}, stopping\n`);
     const force = setTimeout(() => process.exit(0), 3000);
     force.unref();
     await emu.close().catch(() => {});
@@ -293,6 +294,8 @@ async function start(args: Args): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // The terminal that ran `npm start` closed: a clean stop too, not a kill that leaves the lock and WAL.
+  process.on('SIGHUP', () => void stop('SIGHUP'));
   say(
     { event: 'listening', url: emu.url, http: emu.httpUrl, token: emu.token, pid: process.pid, dataDir: dataDir ?? null, clock: clockFlag },
     `Quayside emulator listening on ${emu.url} (HTTP ${emu.httpUrl}), data ${dataDir ? 'in ' + path.relative(process.cwd(), dataDir) + '/' : 'in memory'}${clockFlag === 'virtual' ? ', virtual clock' : ''}\n` +

@@ -268,16 +268,16 @@ describe('quayside start: its options', function () {
     await c.close();
   });
 
-  it('start stops cleanly (exit 0, its data directory unlocked) on a SIGTERM sent the moment it prints that it listens', async () => {
+  it('start stops cleanly (exit 0, its data directory unlocked) on a SIGTERM, SIGINT or SIGHUP (its terminal closed) sent the moment it prints that it listens', async () => {
     const fs = await import('node:fs');
     const os = await import('node:os');
-    for (let round = 0; round < 3; round++) {
+    for (const [round, signal] of (['SIGTERM', 'SIGTERM', 'SIGTERM', 'SIGINT', 'SIGHUP', 'SIGHUP'] as const).entries()) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-sigterm-'));
       try {
         const child = spawn(process.execPath, ['-r', 'tsx/cjs', cli, 'start', '--port', '0', '--data', dir, '--json'], { cwd: path.resolve(__dirname, '../..') });
         const exited = new Promise<[number | null, string | null]>((r) => child.on('exit', (code, signal) => r([code, signal])));
-        child.stdout.once('data', () => child.kill('SIGTERM'));
-        assert.deepEqual(await exited, [0, null], `round ${round}`);
+        child.stdout.once('data', () => child.kill(signal));
+        assert.deepEqual(await exited, [0, null], `round ${round}: ${signal}`);
         assert.equal(fs.existsSync(path.join(dir, 'quayside.lock')), false, 'the lock was released');
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
