@@ -119,7 +119,8 @@ export function optSignal(v: unknown, name = 'signal'): AbortSignal | undefined 
 export function onlyKeys(o: Record<string, unknown> | undefined, allowed: readonly string[], what: string, tolerated: readonly string[] = []): void {
   if (!o) return;
   for (const k of Object.keys(o)) {
-    if (!allowed.includes(k) && !tolerated.includes(k)) throw invalidArg(`unknown ${what} option "${k}"; expected one of ${allowed.join(', ')}`, { field: k });
+    if (allowed.includes(k) || tolerated.includes(k)) continue;
+    throw invalidArg(allowed.length ? `unknown ${what} option "${k}"; expected one of ${allowed.join(', ')}` : `unknown ${what} option "${k}"; ${what}() takes none`, { field: k });
   }
 }
 

@@ -4,7 +4,7 @@ import { contentTypeProblem, type ConsumerDroppedEvent, type Delivery, type Deli
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, optFunction, optKey, optMs, optObject, optSeconds, optSignal, optString, pause, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, options, optFunction, optKey, optMs, optObject, optSeconds, optSignal, optString, pause, thrownText } from './common';
 
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
@@ -338,13 +338,20 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
       attributes: d.attributes ?? {},
       contentType: d.contentType ?? 'json',
       timestamp: new Date(d.enqueuedAt),
-      ack: () => settle(d.id, { kind: 'ack' }),
+      // No options: an ack({ delaySeconds }) meant as a retry throws, as a bad retry() does, rather than ack.
+      ack: (o?: Record<string, never>) => {
+        options(o, 'ack', []);
+        settle(d.id, { kind: 'ack' });
+      },
       retry: (o?: { delaySeconds?: number }) => settle(d.id, { kind: 'retry', delayMs: retryDelay(o, 'retry') }),
     }));
     const batch: MessageBatch<Body> = {
       queue: slug,
       messages,
-      ackAll: () => messages.forEach((m) => m.ack()),
+      ackAll: (o?: Record<string, never>) => {
+        options(o, 'ackAll', []);
+        messages.forEach((m) => m.ack());
+      },
       retryAll: (o?: { delaySeconds?: number }) => {
         const delayMs = retryDelay(o, 'retryAll');
         for (const m of messages) settle(m.id, { kind: 'retry', delayMs });

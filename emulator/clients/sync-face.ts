@@ -341,7 +341,9 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       attempt: d.attempts,
       leaseUntil: d.leaseUntil,
       enqueuedAt: d.enqueuedAt,
-      async ack() {
+      async ack(given?: Record<string, never>) {
+        // No options, but an `ack({ delayMs })` meant as a nack must not delete the message unseen.
+        options(given, 'ack', []);
         return (await transport.request('ack', { receipt: d.receipt })).ok;
       },
       async nack(given = {}) {
@@ -571,7 +573,9 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       return r.purged > 0;
     },
 
-    async stats() {
+    async stats(given?: Record<string, never>) {
+      // The handle's own tenant only: a `{ tenantId }` here would read another tenant's name as this one's.
+      options(given, 'stats', []);
       const r = await onQueue(home, 'stats', () => transport.request('stats', home.ref));
       return { ready: r.counts.ready, delayed: r.counts.delayed, inFlight: r.counts.leased, dlq: r.counts.dead };
     },

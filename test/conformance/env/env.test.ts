@@ -966,6 +966,38 @@ describe('conformance: env (seeds/001)', function () {
       await until(() => attempts.length === 2, 'the retry');
     });
 
+    it('ack() and ackAll() take no options: ack({ delaySeconds }) meant as a retry throws and acks nothing', async () => {
+      await createQueue('ack-typo');
+      await env.queue.send('ack-typo', 'x');
+      const errors: unknown[] = [];
+      const attempts: number[] = [];
+      await consume({
+        async queue(b: MessageBatch) {
+          attempts.push(b.messages[0].attempts);
+          if (b.messages[0].attempts > 1) return;
+          // As an untyped (JavaScript) caller makes them; TypeScript refuses them already.
+          const withArg = (f: () => void) => f as (o: unknown) => void;
+          for (const call of [() => withArg(b.messages[0].ack)({ delaySeconds: 30 }), () => withArg(b.ackAll)({ delaySeconds: 30 })]) {
+            try {
+              call();
+            } catch (e) {
+              errors.push(e);
+            }
+          }
+          // Had either call acked, this retry would be ignored and the message gone.
+          b.messages[0].retry();
+        },
+      }, 'ack-typo', { maxBatchSize: 1 });
+      await until(() => attempts.length >= 1, 'the first delivery');
+      assert.deepEqual(errors.map((e) => [(e as QuaysideError).code, (e as QuaysideError).message]), [
+        ['invalid_argument', 'unknown ack option "delaySeconds"; ack() takes none'],
+        ['invalid_argument', 'unknown ackAll option "delaySeconds"; ackAll() takes none'],
+      ]);
+      await emu.clock.advance(5 * SECOND);
+      await until(() => attempts.length === 2, 'the retry');
+      assert.deepEqual(attempts, [1, 2]);
+    });
+
     it('a project or environment over 100 characters is refused with a message that names the limit', async () => {
       for (const o of [{ project: 'p'.repeat(101), environment }, { project, environment: 'e'.repeat(101) }]) {
         assert.throws(() => createEnv({ url: emu.url, token: emu.token, ...o }), (e: QuaysideError) => e.code === 'invalid_argument' && /at most 100 characters/.test(e.message));

@@ -455,6 +455,23 @@ for (const variant of variants) {
       assert.equal(await again.ack(), true, 'the refused calls settled nothing');
     });
 
+    it('ack() and stats() take no options: ack({ delayMs }) meant as a nack deletes nothing, stats({ tenantId }) reads no other tenant', async () => {
+      // As an untyped (JavaScript) caller makes these calls; TypeScript refuses them already.
+      const withArg = <R>(f: () => Promise<R>) => f as (o: unknown) => Promise<R>;
+      await q.send({ data: 'keep' });
+      const m = (await q.recv({ wait: false }))!;
+      for (const bad of [{ delayMs: 5000 }, 'x', 5]) {
+        assert.equal((await rejects(() => withArg(m.ack)(bad))).code, 'invalid_argument', JSON.stringify(bad));
+      }
+      assert.match((await rejects(() => withArg(m.ack)({ delayMs: 5000 }))).message, /^unknown ack option "delayMs"; ack\(\) takes none$/);
+      assert.equal(await m.nack(), true, 'the refused acks settled nothing');
+      await q.send({ data: 'elsewhere', tenantId: 'other' });
+      const e = await rejects(() => withArg(q.stats)({ tenantId: 'other' }));
+      assert.deepEqual([e.code, e.message], ['invalid_argument', 'unknown stats option "tenantId"; stats() takes none']);
+      assert.equal((await withArg(q.stats)(null)).ready, 1);
+      assert.equal(await (await q.recv({ wait: false }))!.ack(), true);
+    });
+
     it('the queue is scoped by tenantId (default "default")', async () => {
       const id = fresh('scoped');
       const a = h.queue({ id, tenantId: 'a' });
