@@ -394,7 +394,7 @@ export class Store implements QueueStore {
 
       deadOldest: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE queue_id = ? AND state = 2 ORDER BY dead_at, id LIMIT ?'),
       deadRow: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE id = ? AND queue_id = ? AND state = 2'),
-      replay: d.prepare('UPDATE messages SET state = 0, attempts = 0, visible_at = ?, seq = ?, expires_at = ?, dead_at = NULL, dead_reason = NULL WHERE id = ?'),
+      replay: d.prepare('UPDATE messages SET state = 0, attempts = 0, visible_at = ?, seq = ?, expires_at = ?, dead_at = NULL, dead_reason = NULL, last_error = NULL WHERE id = ?'),
       purgeDeadAll: d.prepare('DELETE FROM messages WHERE queue_id = ? AND state = 2'),
       purgeLive: d.prepare<[number], { size: number; state: number }>('DELETE FROM messages WHERE queue_id = ? AND state IN (0, 1) RETURNING size, state'),
 

@@ -281,6 +281,24 @@ describe('engine: message transitions', () => {
       assert.equal((await t.engine.stats(ref)).counts.dead, 0);
     }));
 
+  it('replay starts a new life: the last life\'s error goes with its dead reason, so a later dead letter shows only its own', () =>
+    withQueue('cache', async (t) => {
+      const { id } = await t.engine.push({ ...ref, body: 1 });
+      await t.engine.nack({ receipt: (await pullOne(t)).receipt, error: 'smtp down', dead: true });
+      assert.equal((await t.engine.getMessage({ ...ref, id })).lastError, 'smtp down');
+      await t.engine.replay({ ...ref, ids: [id] });
+      const again = await pullOne(t);
+      assert.deepEqual([again.lastError, again.deadReason], [null, null]);
+      // It dies again of a lease that ran out, with no error of its own this time.
+      await t.advance(30 * SECOND);
+      for (let i = 0; i < 4; i++) {
+        await pullOne(t);
+        await t.advance(30 * SECOND);
+      }
+      const dead = await t.engine.getMessage({ ...ref, id });
+      assert.deepEqual([dead.state, dead.deadReason, dead.lastError], ['dead', 'timeout', null]);
+    }));
+
   it('replay without ids moves the oldest 100', () =>
     withQueue('cache', async (t) => {
       for (let i = 0; i < 120; i++) await t.engine.push({ ...ref, body: i });
