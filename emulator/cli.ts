@@ -17,12 +17,13 @@ const USAGE = `quayside <command> [options]
   create Q     create a queue          --ns NAMESPACE --dialect cache|env|sync
   delete Q     delete a queue          --ns NAMESPACE --yes
   push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
-                                       (BODY "-" reads stdin)
-  peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N] [--cursor ID]
+                                       (BODY "-" reads stdin; attributes are kept and shown, and env consumers get them)
+  peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N] [--cursor NEXT]
   show Q ID    one message in full     --ns NAMESPACE
   export Q     every message, as JSON  --ns NAMESPACE [--state ready,delayed,leased,dead] [--format json|ndjson] [--out FILE]
   stats Q      counts and 24 h of lag  --ns NAMESPACE
-  dead Q       list dead letters       --ns NAMESPACE [--limit N] [--cursor ID]
+  dead Q       list dead letters       --ns NAMESPACE [--limit N] [--cursor NEXT]
+                                       (an env queue's failed area; NEXT: what a page prints when more follow)
   replay Q     dead letters → queue    --ns NAMESPACE [--ids a,b] [--max N]
   purge-dead Q delete dead letters     --ns NAMESPACE [--ids a,b]
   purge Q      delete live messages    --ns NAMESPACE --yes
@@ -432,7 +433,7 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'dead': {
         const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 100, cursor: flag(args, 'cursor') });
         // `reason` as the cache product's deadLetters() calls it, beside the protocol's deadReason.
-        out({ ...r, messages: r.messages.map((m: MessageView) => ({ ...m, reason: m.deadReason })) }, `${r.total} dead letter(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']) + morePages(r));
+        out({ ...r, messages: r.messages.map((m: MessageView) => ({ ...m, reason: m.deadReason })) }, `${r.total} ${await deadWords(conn, args, asJson)}\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']) + morePages(r));
         break;
       }
       case 'replay': {
@@ -444,7 +445,7 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'purge-dead': {
         const r = await conn.request('dead.purge', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: idsFlag(args) });
-        out(r, `purged ${r.purged} dead letter(s)`);
+        out(r, `purged ${r.purged} ${await deadWords(conn, args, asJson)}`);
         break;
       }
       case 'purge': {
@@ -477,6 +478,13 @@ async function client(cmd: string, args: Args): Promise<void> {
   } finally {
     await conn.close();
   }
+}
+
+/** What a queue's dead letters are called in its product: an env queue's are its failed area. */
+async function deadWords(conn: ConnectionT, args: Args, asJson: boolean): Promise<string> {
+  if (asJson) return ''; // not shown: no need to ask
+  const q = await conn.request('queue.get', { namespace: ns(args), queue: need(args, 1, 'queue name') });
+  return q.dialect === 'env' ? 'failed message(s)' : 'dead letter(s)';
 }
 
 /** The protocol field behind each flag the emulator checks itself (a --delay past the queue's limit). */

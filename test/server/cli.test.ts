@@ -167,6 +167,19 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     assert.equal(emu.clock.now(), before, 'the clock did not move');
   });
 
+  it('dead and purge-dead call an env queue\'s dead letters its failed messages, as the product and the panel do', async () => {
+    const text = async (argv: string[], ns: string) => (await run(tsx, [cli, ...argv, '--ns', ns, '--url', emu.url, '--token', emu.token])).stdout.split('\n')[0];
+    for (const [dialect, ns, words] of [['env', 'shop/dev', 'failed message(s)'], ['cache', 'cli', 'dead letter(s)']] as const) {
+      const ref = { namespace: ns, queue: `words-${dialect}` };
+      await emu.engine.createQueue({ ...ref, dialect });
+      await emu.engine.push({ ...ref, body: 1 });
+      const [m] = (await emu.engine.pull({ ...ref, max: 1 })).messages;
+      await emu.engine.nack({ receipt: m.receipt, dead: true });
+      assert.equal(await text(['dead', ref.queue], ns), `1 ${words}`, dialect);
+      assert.equal(await text(['purge-dead', ref.queue], ns), `purged 1 ${words}`, dialect);
+    }
+  });
+
   it('a read-only token is refused in the words of the command (forbidden, exit 1), and nothing changes', async () => {
     await emu.engine.push({ namespace: 'cli', queue: 'guarded', body: 1, create: 'cache' });
     const ro = await readOnlyToken(emu);
