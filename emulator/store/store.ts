@@ -150,6 +150,7 @@ export class Store implements QueueStore {
       const missing: string[] = [];
       for (let d = path.resolve(dataDir); !fs.existsSync(d) && path.dirname(d) !== d; d = path.dirname(d)) missing.unshift(d);
       for (const d of missing) fs.mkdirSync(d);
+      if (!fs.statSync(dataDir).isDirectory()) throw new Error(`${dataDir} is not a directory`);
       fs.accessSync(dataDir, fs.constants.W_OK);
     } catch (e) {
       throw new StoreOpenError('unwritable', `the data directory ${dataDir} cannot be written: ${(e as Error).message}`);
