@@ -107,8 +107,7 @@ export class Store implements QueueStore {
   constructor(opts: StoreOptions) {
     this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
     if (opts.dataDir) {
-      this.createdDir = Store.topMissing(opts.dataDir);
-      Store.prepareDir(opts.dataDir);
+      this.createdDir = Store.prepareDir(opts.dataDir);
       this.lock = Store.lockDataDir(opts.dataDir);
     }
     const fresh = this.file !== null && !fs.existsSync(this.file);
@@ -143,7 +142,8 @@ export class Store implements QueueStore {
     }
   }
 
-  private static prepareDir(dataDir: string): void {
+  /** Creates the data directory and any missing parents; returns the outermost it created (null: it existed). */
+  private static prepareDir(dataDir: string): string | null {
     try {
       // One level at a time from the deepest that exists, not mkdirSync's recursive form, which
       // loops for ever where the file system answers ENOENT to every mkdir (a path under /proc).
@@ -152,6 +152,7 @@ export class Store implements QueueStore {
       for (const d of missing) fs.mkdirSync(d);
       if (!fs.statSync(dataDir).isDirectory()) throw new Error(`${dataDir} is not a directory`);
       fs.accessSync(dataDir, fs.constants.W_OK);
+      return missing[0] ?? null;
     } catch (e) {
       throw new StoreOpenError('unwritable', `the data directory ${dataDir} cannot be written: ${(e as Error).message}`);
     }
@@ -615,16 +616,6 @@ export class Store implements QueueStore {
       }
       if (dir === this.createdDir || path.dirname(dir) === dir) return;
     }
-  }
-
-  /** The outermost of `dir` and its parents that does not exist yet (null: it exists). */
-  private static topMissing(dir: string): string | null {
-    let top: string | null = null;
-    for (let d = path.resolve(dir); !fs.existsSync(d); d = path.dirname(d)) {
-      top = d;
-      if (path.dirname(d) === d) break;
-    }
-    return top;
   }
 
   /** Writes the counts, then copies the WAL back into the database without waiting on readers (no-op in memory). */
