@@ -144,9 +144,8 @@ export class Engine {
   private quotasInUse: boolean;
   private timer: NodeJS.Timeout | null = null;
   private timerAt: number | null = null;
+  /** The half-hour step the last transaction ran in (see rollLagStep). */
   private lastLagStep: number;
-  /** Start of the lag step that ended in this transaction (applyDue saw the clock cross into a new one). */
-  private lagStepEnded: number | null = null;
   private closed = false;
   private advancing: Promise<number> | null = null;
   /** Leases handed out while an advance runs (row id, token), until their holders answered. */
@@ -159,9 +158,12 @@ export class Engine {
     this.dailyQuota = opts.dailyQuota ?? null;
     this.quotasInUse = this.store.anyQuota();
     this.gc = new GroupCommit(this.store);
+    this.gc.afterBegin = () => this.rollLagStep();
     this.gc.beforeCommit = () => this.recordLag();
     this.gc.afterCommit = (ok) => this.afterCommit(ok);
-    this.lastLagStep = lagStepOf(this.clock.now());
+    // From the last step written before a restart: the steps the emulator was down for are closed
+    // by the first transaction with what was waiting then (it waited through them).
+    this.lastLagStep = Math.min(lagStepOf(this.clock.now()), this.store.lagLatest() ?? Infinity);
     for (const q of this.store.listQueues()) this.refreshDelayed(q.id, this.clock.now());
     // Work that fell due while the emulator was down is applied now.
     void this.gc.run(() => this.applyDue());
@@ -1169,20 +1171,41 @@ export class Engine {
     this.waiters.expire(now);
     for (const queueId of this.consumers.expire(now)) this.touched.add(queueId);
     for (const queueId of this.consumers.queues()) this.touched.add(queueId);
+  }
+
+  /**
+   * Runs first in every transaction. When the clock has crossed into a new half-hour step, the
+   * steps that ended are closed with each queue as the last commit left it: nothing has changed
+   * it since, so that is what waited through them. (Closed later, at the commit, a step would
+   * take on what this transaction does in the new one: a queue empty for hours and then pushed
+   * to, or whose leases ran out, showed that depth in every step of the quiet hours.)
+   */
+  private rollLagStep(): void {
+    const now = this.clock.now();
     const step = lagStepOf(now);
-    if (step !== this.lastLagStep) {
-      // The step that ended is the last one seen, not simply the one before now: after a
-      // suspended process or a long jump of the clock, several steps may have gone by.
-      this.lagStepEnded = this.lastLagStep;
-      this.lastLagStep = step;
-      // A new half-hour step: queues that hold messages get a point even if nothing moves.
-      for (const q of this.store.listQueues()) if (q.n_waiting > 0) this.touched.add(q.id);
-      this.store.lagSweep(now - 25 * TIME.HOUR);
-      // Expired dedupe keys are already ignored at look-up; this keeps the table from growing.
-      // Bounded, because every operation waits for it: a backlog (a data directory from before the
-      // sweep) drains over the next steps.
-      for (let i = 0; i < DEDUPE_SWEEP_BATCHES; i++) if (this.store.sweepDedupe(now, DEDUPE_SWEEP_ROWS) < DEDUPE_SWEEP_ROWS) break;
+    if (step === this.lastLagStep) return;
+    // The step that ended is the last one seen, not simply the one before now: after a suspended
+    // process, a restart or a long jump of the clock, several steps may have gone by.
+    const ended = this.lastLagStep;
+    this.lastLagStep = step;
+    if (step > ended) {
+      const from = Math.max(ended, step - LAG_STEPS * HALF_HOUR);
+      for (const q of this.store.listQueues()) {
+        if (q.n_waiting === 0) continue;
+        for (let s = from; s < step; s += HALF_HOUR) {
+          // What the oldest message had waited by the step's last instant.
+          const oldest = this.store.oldestReadyAt(q.id, s + HALF_HOUR);
+          this.closeLagStep(q, s, oldest === null ? 0 : Math.max(0, s + HALF_HOUR - oldest), now);
+        }
+        // A queue that holds messages gets a point in the new step even if nothing moves.
+        this.touched.add(q.id);
+      }
     }
+    this.store.lagSweep(now - 25 * TIME.HOUR);
+    // Expired dedupe keys are already ignored at look-up; this keeps the table from growing.
+    // Bounded, because every operation waits for it: a backlog (a data directory from before the
+    // sweep) drains over the next steps.
+    for (let i = 0; i < DEDUPE_SWEEP_BATCHES; i++) if (this.store.sweepDedupe(now, DEDUPE_SWEEP_ROWS) < DEDUPE_SWEEP_ROWS) break;
   }
 
   /** The next instant at which any due work exists, or null. */
@@ -1367,8 +1390,6 @@ export class Engine {
   private recordLag(): void {
     const before = this.lagBefore;
     this.lagBefore = new Map();
-    const ended = this.lagStepEnded;
-    this.lagStepEnded = null;
     if (this.touched.size === 0) return;
     const now = this.clock.now();
     const start = lagStepOf(now);
@@ -1376,9 +1397,6 @@ export class Engine {
       const q = this.store.queueById(id);
       if (!q) continue;
       const oldest = q.n_waiting > 0 ? this.store.oldestReadyAt(id, now) : null;
-      // The step that just ended keeps what its oldest message had waited by its last instant.
-      const closing = ended !== null && oldest !== null;
-      if (closing) this.closeLagStep(q, ended, Math.max(0, ended + HALF_HOUR - oldest), now);
       const seenBefore = before.get(id);
       const depth = Math.max(q.n_waiting, seenBefore?.depth ?? 0);
       const wait = Math.max(oldest === null ? 0 : Math.max(0, now - oldest), seenBefore?.wait ?? 0);
@@ -1389,9 +1407,9 @@ export class Engine {
       this.lagStaged.push(rec);
       // A step that ended is written with the first record of the next one; otherwise at most once a second.
       if (!same || now - (this.lagWrittenAt.get(id) ?? -Infinity) >= LAG_WRITE_EVERY_MS) {
-        // (The closed step's own earlier reading is merged into its closing record: writing it
-        // after that record would set the step's end depth back.)
-        for (const r of this.unwrittenLag(q)) if (r.start !== start && !(closing && r.start === ended)) this.writeLag(r, now);
+        // (A step closed by rollLagStep in this transaction may have its last reading among these:
+        // its depth at the end is the closing record's, as nothing changed between them.)
+        for (const r of this.unwrittenLag(q)) if (r.start !== start) this.writeLag(r, now);
         this.writeLag(rec, now);
       }
     }

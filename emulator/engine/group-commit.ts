@@ -25,6 +25,8 @@ export class GroupCommit {
   private jobs: Job[] = [];
   private scheduled = false;
   private idleWaiters: (() => void)[] = [];
+  /** Runs inside the transaction before the jobs (what must see the state the last commit left). */
+  afterBegin: (() => void) | null = null;
   /** Runs inside the transaction after the jobs (metrics that ride along). */
   beforeCommit: (() => void) | null = null;
   /** Runs after COMMIT with whether it succeeded, before the jobs' promises settle. */
@@ -68,6 +70,7 @@ export class GroupCommit {
     let commitError: unknown = null;
     try {
       this.store.transaction(() => {
+        this.afterBegin?.();
         for (let i = 0; i < jobs.length; i++) {
           this.store.savepoint();
           try {

@@ -206,6 +206,8 @@ export interface QueueStore {
   lagRecord(queueId: number, start: number, peakDepth: number, waitMs: number, depthNow: number): void;
   lagSince(queueId: number, since: number): { before: LagRow | null; rows: LagRow[] };
   lagSweep(before: number): void;
+  /** The start of the latest step any queue has a lag record for (null: none). */
+  lagLatest(): number | null;
 }
 
 /** A data directory the store cannot open, and why (the CLI reports it as `data_dir`). */

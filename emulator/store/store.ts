@@ -416,6 +416,7 @@ export class Store implements QueueStore {
       lagRange: d.prepare<[number, number], LagRow>('SELECT start, peak_depth, max_wait_ms, end_depth FROM lag WHERE queue_id = ? AND start >= ? ORDER BY start'),
       lagBefore: d.prepare<[number, number], LagRow>('SELECT start, peak_depth, max_wait_ms, end_depth FROM lag WHERE queue_id = ? AND start < ? ORDER BY start DESC LIMIT 1'),
       lagSweep: d.prepare('DELETE FROM lag WHERE start < ?'),
+      lagLatest: d.prepare<[], { start: number | null }>('SELECT max(start) AS start FROM lag'),
 
       begin: d.prepare('BEGIN'),
       commit: d.prepare('COMMIT'),
@@ -1093,6 +1094,10 @@ export class Store implements QueueStore {
 
   lagSweep(before: number): void {
     this.s.lagSweep.run(before);
+  }
+
+  lagLatest(): number | null {
+    return this.s.lagLatest.get()!.start;
   }
 }
 

@@ -632,7 +632,7 @@ describe('engine: decisions', () => {
       assert.deepEqual(await steps(), [[0, 1, 29], [30, 1, 59], [60, 1, 89], [90, 1, 99], [120, 0, 0]]);
     });
 
-    it('lag_history: after a late step change (a suspended process) the step that ended is closed, not the one before now', async () => {
+    it('lag_history: after a late step change (a suspended process) the step that ended and the ones slept through are closed with what waited through them', async () => {
       const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
       t = makeEngine({ start: step0 + MINUTE });
       await t.engine.push({ ...ref, body: 'waits', create: 'cache' });
@@ -641,7 +641,48 @@ describe('engine: decisions', () => {
       t.clock.set(step0 + 2 * 60 * MINUTE + 5 * MINUTE);
       await t.advance(0);
       const steps = (await t.engine.stats(ref)).lagHistory.filter((s) => s.start >= step0).map((s) => [(s.start - step0) / MINUTE, s.peakDepth, s.maxWaitMs / MINUTE]);
-      assert.deepEqual(steps, [[0, 1, 29], [30, 1, 0], [60, 1, 0], [90, 1, 0], [120, 1, 124]]);
+      assert.deepEqual(steps, [[0, 1, 29], [30, 1, 59], [60, 1, 89], [90, 1, 119], [120, 1, 124]]);
+    });
+
+    it('lag_history: while every message is leased and nothing waits anywhere, the steps show depth 0; the leases running out count from then on', async () => {
+      const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
+      t = makeEngine({ start: step0 - 10 * MINUTE });
+      await t.engine.pushBatch({ ...ref, create: 'cache', messages: Array.from({ length: 20 }, (_, i) => ({ body: i })) });
+      await t.engine.pull({ ...ref, max: 20, leaseMs: 3 * HOUR });
+      await t.advance(3 * HOUR + 5 * MINUTE); // the leases end at 12:50, in the step of 12:30
+      const steps = (await t.engine.stats(ref)).lagHistory.filter((s) => s.start >= step0 - 30 * MINUTE).map((s) => [(s.start - step0) / MINUTE, s.peakDepth, s.maxWaitMs / MINUTE]);
+      assert.deepEqual(steps, [[-30, 20, 0], [0, 0, 0], [30, 0, 0], [60, 0, 0], [90, 0, 0], [120, 0, 0], [150, 20, 5]]);
+    });
+
+    it('lag_history: a queue empty for hours and then pushed to shows the push in its own step only (the step change seen by that push)', async () => {
+      const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
+      t = makeEngine({ start: step0 + MINUTE });
+      await t.engine.push({ ...ref, create: 'cache', body: 'one' });
+      assert.equal((await t.engine.ack({ receipt: (await t.engine.pull(ref)).messages[0].receipt })).ok, true);
+      // A system clock moves on with no due work on the way; the next thing the engine does is a push.
+      t.clock.set(step0 + 2 * HOUR + 10 * MINUTE);
+      await t.engine.push({ ...ref, body: 'later' });
+      await t.advance(0); // the due work that follows (a system clock's timer)
+      const steps = (await t.engine.stats(ref)).lagHistory.filter((s) => s.start >= step0).map((s) => [(s.start - step0) / MINUTE, s.peakDepth]);
+      assert.deepEqual(steps, [[0, 1], [30, 0], [60, 0], [90, 0], [120, 1]]);
+    });
+
+    it('lag_history: the steps an emulator was down for are closed at its next start with what waited through them', async () => {
+      const dir = tempDir();
+      const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
+      try {
+        t = makeEngine({ dataDir: dir, start: step0 + 17 * MINUTE });
+        await t.engine.pushBatch({ ...ref, create: 'cache', messages: [{ body: 1 }, { body: 2 }] });
+        await t.close();
+        t = makeEngine({ dataDir: dir, start: step0 + 3 * HOUR + 22 * MINUTE });
+        await t.advance(0);
+        const steps = (await t.engine.stats(ref)).lagHistory.filter((s) => s.start >= step0).map((s) => [(s.start - step0) / MINUTE, s.peakDepth, s.maxWaitMs / MINUTE]);
+        assert.deepEqual(steps, [[0, 2, 13], [30, 2, 43], [60, 2, 73], [90, 2, 103], [120, 2, 133], [150, 2, 163], [180, 2, 185]]);
+      } finally {
+        await t.close();
+        t = null as never;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it('lag_history: messages that leave without being pulled (purge, the age limit) still count the wait they reached', async () => {
