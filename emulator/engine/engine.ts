@@ -597,7 +597,10 @@ export class Engine {
     const used = row && row.day === day ? row.used : 0;
     if (used + n > quota) {
       const resetAt = (day + 1) * TIME.DAY;
-      throw new QuaysideError('quota_exceeded', `namespace "${q.ns}" has used its ${quota} messages for today; it accepts more at ${resetAt <= MAX_TIME ? new Date(resetAt).toISOString() : 'the next UTC day (past the last instant a date can hold)'}`, { resetAt, details: { quota, used, resetAt } });
+      // A batch that would pass the quota is refused whole, while some of the day's allowance may be left.
+      const what = used >= quota ? `has used its ${quota} messages for today` : `has ${quota - used} of its ${quota} messages left for today, fewer than the ${n} in this batch`;
+      const when = resetAt <= MAX_TIME ? new Date(resetAt).toISOString() : 'the next UTC day (past the last instant a date can hold)';
+      throw new QuaysideError('quota_exceeded', `namespace "${q.ns}" ${what}; it accepts more at ${when}`, { resetAt, details: { quota, used, resetAt } });
     }
     this.store.useQuota(q.ns, day, n);
   }

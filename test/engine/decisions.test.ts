@@ -164,6 +164,17 @@ describe('engine: decisions', () => {
       assert.equal((await t.engine.push({ ...ref, body: 'new day' })).deduped, false);
     });
 
+    it('a batch larger than what is left of the day is refused whole, and the error says how much is left', async () => {
+      t = makeEngine({ dailyQuota: 10 });
+      await t.engine.pushBatch({ ...ref, create: 'cache', messages: Array.from({ length: 7 }, (_, i) => ({ body: i })) });
+      const err = await rejects(t.engine.pushBatch({ ...ref, messages: Array.from({ length: 4 }, (_, i) => ({ body: i })) }));
+      assert.equal(err.code, 'quota_exceeded');
+      assert.match(err.message, /has 3 of its 10 messages left for today, fewer than the 4 in this batch/);
+      assert.equal((await t.engine.stats(ref)).counts.ready, 7, 'nothing of the batch was enqueued');
+      await t.engine.pushBatch({ ...ref, messages: Array.from({ length: 3 }, (_, i) => ({ body: i })) });
+      assert.match((await rejects(t.engine.push({ ...ref, body: 'one more' }))).message, /has used its 10 messages for today/);
+    });
+
     it('deduped pushes do not use the quota; other dialects are not limited', async () => {
       t = makeEngine({ dailyQuota: 2 });
       await t.engine.push({ ...ref, body: 1, dedupeKey: 'k', create: 'cache' });
