@@ -242,13 +242,16 @@ export interface ClockEvent {
   now: number;
 }
 
-/** A registered consumer let go by the emulator: its queue was deleted, so no batch will come. */
+/**
+ * A registered consumer let go by the emulator, so no batch will come: its queue was deleted, or a
+ * `hello` sent again on its connection gave a token that may not consume that queue.
+ */
 export interface ConsumerDroppedEvent {
   event: 'consumer_dropped';
   consumer: string;
   namespace: string;
   queue: string;
-  reason: 'queue_deleted';
+  reason: 'queue_deleted' | 'token_changed';
 }
 
 export type ServerEvent = ChangeEvent | DeliverEvent | ClockEvent | ConsumerDroppedEvent;

@@ -298,13 +298,18 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   let dropped = false;
   /** What onError gets for a failure that belongs to no batch. */
   const noBatch = (): MessageBatch<Body> => ({ queue: slug, messages: [], ackAll() {}, retryAll() {} });
-  /** The queue was deleted under this run: said once, then nothing more is tried. */
-  const droppedNow = () => {
+  /** The emulator let this run's consumer go (its queue was deleted): said once, then nothing more is tried. */
+  const droppedNow = (reason: ConsumerDroppedEvent['reason'] = 'queue_deleted') => {
     if (dropped || stopped) return;
     dropped = true;
     consumerId = null;
-    // A queue made again under the slug has no consumer app until one is set: nothing comes from it either.
-    onError(new QuaysideError('not_found', `queue "${slug}" was deleted, and this consumer with it: no more batches will come (run the consumer again once the queue exists)`), noBatch());
+    onError(
+      reason === 'token_changed'
+        ? new QuaysideError('forbidden', `the connection's token changed to one that may not consume queue "${slug}": no more batches will come`)
+        : // A queue made again under the slug has no consumer app until one is set: nothing comes from it either.
+          new QuaysideError('not_found', `queue "${slug}" was deleted, and this consumer with it: no more batches will come (run the consumer again once the queue exists)`),
+      noBatch(),
+    );
   };
   /** Batches in hand: the handler, its settles and its waitUntil work; and when its lease ends (emulator time). */
   const inHand = new Set<{ work: Promise<void>; leaseUntil: number }>();
@@ -416,7 +421,7 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     if (e.event === 'consumer_dropped') {
       // Before the attach is answered (a delete in the same commit) it is held, as a batch is.
       if (attaching) early.push(e);
-      else if (e.consumer === consumerId) droppedNow();
+      else if (e.consumer === consumerId) droppedNow(e.reason);
       return;
     }
     // A batch sent before the emulator took the detach is in hand: handled, not dropped (it would
@@ -445,7 +450,7 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
       const held = early.splice(0);
       for (const e of held) {
         if (e.consumer !== consumerId) continue;
-        if (e.event === 'consumer_dropped') droppedNow();
+        if (e.event === 'consumer_dropped') droppedNow(e.reason);
         else if (!dropped) run(e);
       }
     }

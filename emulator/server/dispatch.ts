@@ -9,10 +9,12 @@ export class Session {
   actor: Actor | null = null;
   access: Access | null = null;
   subscriptions = new Map<string, { namespace?: string; queue?: string }>();
-  consumers = new Set<string>();
+  /** Consumers attached on this connection, with the queue each serves. */
+  consumers = new Map<string, { namespace: string; queue: string }>();
   /** Consumers this connection detached: they may still report their batches in hand done. */
   detached = new Set<string>();
-  held = new Map<number | string, AbortController>();
+  /** Waiting pulls, by request id, with the namespace each waits in. */
+  held = new Map<number | string, { abort: AbortController; namespace: string }>();
   /**
    * The leases the last held pulls handed out, by request id: a `cancel` that arrives just after
    * its pull was answered (the two crossed on the wire, and the client will not read the answer)
@@ -70,7 +72,8 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     if (s.held.has(id)) throw invalid(`request id ${JSON.stringify(id)} is already a waiting pull on this connection; give each request its own id`);
     if (s.held.size >= LIMITS.maxWaitingPullsPerConnection) throw new QuaysideError('limit_exceeded', `at most ${LIMITS.maxWaitingPullsPerConnection} waiting pulls per connection`);
     const ac = new AbortController();
-    s.held.set(id, ac);
+    const held = { abort: ac, namespace: String(a.namespace) };
+    s.held.set(id, held);
     try {
       const r = await e.pull(a as never, s.actor!, ac.signal);
       if (r.messages.length > 0) {
@@ -80,7 +83,7 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
       return r;
     } finally {
       // A cancel took it out already; a later pull may reuse the id.
-      if (s.held.get(id) === ac) s.held.delete(id);
+      if (s.held.get(id) === held) s.held.delete(id);
     }
   },
   ack: (e, s, a) => e.ack(a as never, s.actor!),
@@ -129,7 +132,7 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
       },
     );
     // Not if its queue was deleted in the same commit (it was told already, above).
-    if (!dropped.has(r.consumer)) s.consumers.add(r.consumer);
+    if (!dropped.has(r.consumer)) s.consumers.set(r.consumer, { namespace: String(a.namespace), queue: String(a.queue) });
     return r;
   },
   'consumer.done': async (e, s, a) => {
@@ -153,8 +156,8 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
   },
   cancel: async (e, s, a) => {
     if (!isFrameId(a.request)) throw invalid(`request must be the id of a held request (a safe integer or a string of 1 to 64 characters), got ${v.describe(a.request)}`);
-    const ac = s.held.get(a.request);
-    if (!ac) {
+    const held = s.held.get(a.request);
+    if (!held) {
       // Answered already, the answer crossing this cancel: its leases go back, unread.
       const receipts = s.answeredPulls.get(a.request);
       if (!receipts) return { ok: false };
@@ -165,7 +168,7 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     // Its place is free now, not a few turns later when the pull unwinds: the client sends the next
     // waiting pull the moment its cancel goes, and that one must not find the limit still reached.
     s.held.delete(a.request);
-    ac.abort();
+    held.abort.abort();
     return { ok: true };
   },
   'token.create': async (e, s, a) => {
@@ -246,15 +249,29 @@ function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
       else if (sub.namespace !== who.namespace) s.subscriptions.delete(id);
     }
   }
+  // What the connection holds that the new token could not ask for ends now: its waiting pulls
+  // answer empty, and its consumers are let go, so no batch reaches a token that may not take it.
+  const keeps = (ns: string) => who.access === 'readwrite' && (who.namespace === null || who.namespace === ns);
+  for (const [id, h] of s.held) {
+    if (keeps(h.namespace)) continue;
+    s.held.delete(id);
+    h.abort.abort();
+  }
+  for (const [consumer, q] of s.consumers) {
+    if (keeps(q.namespace)) continue;
+    s.consumers.delete(consumer);
+    void engine.detachConsumer({ consumer }, false).catch(() => {});
+    s.emit({ event: 'consumer_dropped', consumer, namespace: q.namespace, queue: q.queue, reason: 'token_changed' });
+  }
   return { version: PROTOCOL_VERSION, server: 'quayside', clock: engine.clock.mode, now: engine.now(), access: who.access, namespace: who.namespace };
 }
 
 /** Releases what a session held when its connection ends. */
 export function endSession(engine: Engine, s: Session): void {
-  for (const ac of s.held.values()) ac.abort();
+  for (const h of s.held.values()) h.abort.abort();
   s.held.clear();
   // The connection is gone, and what it had in hand with it: its slots are free at once.
-  for (const c of s.consumers) void engine.detachConsumer({ consumer: c }, false).catch(() => {});
+  for (const c of s.consumers.keys()) void engine.detachConsumer({ consumer: c }, false).catch(() => {});
   for (const c of s.detached) void engine.detachConsumer({ consumer: c }, false).catch(() => {});
   s.consumers.clear();
   s.detached.clear();

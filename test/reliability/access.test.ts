@@ -235,6 +235,51 @@ describe('reliability: access', function () {
     }
   });
 
+  it('hello sent again with a token that may not take the work ends what the connection held: its consumer is dropped (token_changed) and its waiting pull answers empty', async () => {
+    const q = { namespace: 'beta', queue: 'rehello' };
+    await admin.ok('queue.create', { ...q, dialect: 'env' });
+    await admin.ok('consumer.set', { ...q, consumer: { appId: 'app', maxBatchSize: 1, maxBatchTimeoutMs: 1 } });
+    const held = { namespace: 'beta', queue: 'rehello-pull' };
+    await admin.ok('queue.create', { ...held, dialect: 'cache' });
+    const alphaRw = (await admin.ok('token.create', { access: 'readwrite', namespace: 'alpha' })).token;
+    const readAll = (await admin.ok('token.create', { access: 'read' })).token;
+    for (const token of [alphaRw, readAll]) {
+      const c = await RawClient.hello(emu.url, emu.token);
+      try {
+        const { consumer } = await c.ok('consumer.attach', q);
+        const waiting = c.request('pull', { ...held, waitMs: 60_000 });
+        await c.ok('hello', { version: 1, token });
+        const dropped = await c.waitFor((f) => f.event === 'consumer_dropped');
+        assert.deepEqual({ ...dropped }, { event: 'consumer_dropped', consumer, namespace: 'beta', queue: 'rehello', reason: 'token_changed' });
+        assert.deepEqual((await waiting).result, { messages: [], leaseMs: 30_000 }, 'the waiting pull ended empty');
+        await admin.ok('push', { ...q, body: 'not for this connection' });
+        await admin.ok('push', { ...held, body: 'not for this connection' });
+        await admin.ok('clock.advance', { ms: 10 });
+        assert.equal(c.frames.filter((f) => f.event === 'deliver').length, 0, 'no batch went to the new token');
+        for (const r of [q, held]) {
+          const { messages } = await admin.ok('peek', r);
+          assert.deepEqual(messages.map((m: { state: string; attempts: number }) => [m.state, m.attempts]), [['ready', 0]], `${r.queue}: untouched`);
+          await admin.ok('purge', { ...r, confirm: r.queue });
+        }
+      } finally {
+        await c.close();
+      }
+    }
+    // A token that may still take the work keeps it: the same admin token again.
+    const c = await RawClient.hello(emu.url, emu.token);
+    try {
+      await c.ok('consumer.attach', q);
+      await c.ok('hello', { version: 1, token: emu.token });
+      await admin.ok('push', { ...q, body: 'still mine' });
+      await c.waitFor((f) => f.event === 'deliver');
+      assert.equal(c.frames.filter((f) => f.event === 'consumer_dropped').length, 0);
+    } finally {
+      await c.close();
+      await admin.ok('queue.delete', q);
+      await admin.ok('queue.delete', held);
+    }
+  });
+
   it('every replay and purge lands in the audit log with its token and count', async () => {
     const ops = (await admin.ok('token.create', { access: 'readwrite', namespace: 'alpha', name: 'ops-bot' })).token;
     const c = await RawClient.hello(emu.url, ops);
