@@ -154,7 +154,11 @@ function checkOptions(opts: EmulatorOptions): void {
   if (o.memory !== undefined && typeof o.memory !== 'boolean') throw bad('memory must be true or false');
   const clockProblem = clockOptionProblem(o.clock);
   if (clockProblem) throw bad(clockProblem);
-  if (o.token !== undefined && (typeof o.token !== 'string' || o.token === '' || o.token.length > 200)) throw bad('token must be a non-empty string of at most 200 characters');
+  if (o.token !== undefined) {
+    // It travels in an HTTP Authorization header: a space or a control character could never be sent there.
+    if (typeof o.token !== 'string' || !/^[\x21-\x7e]{1,200}$/.test(o.token)) throw bad('token must be 1 to 200 visible ASCII characters (no spaces), as an HTTP Bearer token can carry');
+    if (o.token.startsWith('qs_ro_')) throw bad('token: a token that starts qs_ro_ reads as read-only, and this one is the emulator\'s read-write token; choose another');
+  }
   if (o.freeTier !== undefined && typeof o.freeTier !== 'boolean' && !(Number.isSafeInteger(o.freeTier) && (o.freeTier as number) >= 1)) throw bad(`freeTier must be true, false or a positive whole number of messages a day, got ${String(o.freeTier)}`);
   if (o.durability !== undefined && o.durability !== 'normal' && o.durability !== 'full') throw bad(`durability must be "normal" or "full", got ${JSON.stringify(o.durability) ?? String(o.durability)}`);
   if (o.log !== undefined && typeof o.log !== 'function') throw bad('log must be a function');

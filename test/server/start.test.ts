@@ -57,7 +57,10 @@ describe('startEmulator: options', () => {
         [{ dataDIr: dir }, /unknown option "dataDIr"/],
         [{ freeTier: 0 }, /freeTier must be true, false or a positive whole number/],
         [{ memory: 'yes' }, /memory must be true or false/],
-        [{ token: '' }, /token must be a non-empty string/],
+        [{ token: '' }, /token must be 1 to 200 visible ASCII characters/],
+        [{ token: 'a b' }, /token must be 1 to 200 visible ASCII characters \(no spaces\)/],
+        [{ token: 'tab\there' }, /visible ASCII/],
+        [{ token: 'qs_ro_mine' }, /reads as read-only/],
         [{ dataDir: '' }, /dataDir must be a non-empty string/],
         [null, /options must be an object/],
       ];
@@ -227,6 +230,29 @@ describe('startEmulator: token ids in the audit log', () => {
       assert.equal(ids[1], ids[0], 'the same token, the same id, after a restart');
       const bare = `tok_${crypto.createHash('sha256').update('dev').digest('hex').slice(0, 12)}`;
       assert.notEqual(ids[0], bare, 'anyone could check a guess against a bare hash');
+    }));
+});
+
+describe('startEmulator: the token it is given', () => {
+  it('one that is already a narrower token on the data directory is refused (it would gain every right), and the directory is left as it was', () =>
+    inTempDir(async (dir) => {
+      const first = await startEmulator({ dataDir: dir, token: 'dev' });
+      const ro = await first.createToken({ access: 'read', namespace: 'shop' });
+      const rwShop = await first.createToken({ access: 'readwrite', namespace: 'shop' });
+      await first.close();
+      for (const [token, says] of [[ro, /reads as read-only/], [rwShop, /already a read-write token for namespace "shop"/]] as const) {
+        await assert.rejects(startEmulator({ dataDir: dir, token }), (e: Error & { code?: string }) => e.code === 'invalid_argument' && says.test(e.message));
+      }
+      const again = await startEmulator({ dataDir: dir, token: 'dev' });
+      try {
+        for (const [token, access] of [[ro, 'read'], [rwShop, 'readwrite']]) {
+          const who = again.engine.lookupToken(token)!;
+          assert.deepEqual([who.access, who.namespace], [access, 'shop'], 'the narrower tokens are as they were made');
+        }
+        assert.equal(again.engine.lookupToken('dev')!.access, 'readwrite', 'the admin token given before still works');
+      } finally {
+        await again.close();
+      }
     }));
 });
 
