@@ -66,6 +66,8 @@ export class Connection implements Transport {
     for (const k of ['url', 'token'] as const) {
       const v = opts[k] as unknown;
       if (v !== undefined && v !== null && typeof v !== 'string') throw new QuaysideError('invalid_argument', `${k} must be a string, got a ${typeof v}`);
+      // An empty one is a mistake (an unset variable read into it), not "no token": said now, not as a 401 later.
+      if (v === '') throw new QuaysideError('invalid_argument', `${k} must not be empty; leave it out to use QUAYSIDE_${k.toUpperCase()} (or the default)`);
     }
     this.urlOpt = opts.url ?? undefined;
     this.tokenOpt = opts.token ?? undefined;

@@ -3,6 +3,8 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createCache, type Cache, type CacheMessage, type CacheQueue } from '../../../emulator/clients/cache';
+import { createEnv } from '../../../emulator/clients/env';
+import { queue as syncQueue } from '../../../emulator/clients/sync';
 import { QuaysideError } from '../../../emulator/errors';
 import { startEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
@@ -322,10 +324,14 @@ describe('conformance: cache (seeds/000)', function () {
       assert.match((await rejects(q.pull({ waitMs: 'soon' } as never))).message, /^waitMs must be a number of ms, got/);
     });
 
-    it('createCache refuses a url or token that is not a string, as invalid_argument', () => {
+    it('createCache (and the other clients) refuse a url or token that is not a string, or is empty, as invalid_argument', () => {
       for (const bad of [{ url: 5 }, { url: {} }, { token: 5 }]) {
         assert.throws(() => createCache({ namespace: 'n', ...bad } as never), { code: 'invalid_argument', message: /must be a string, got a (number|object)/ });
       }
+      // An empty one is refused too (an unset variable read into it), not sent and answered 401 later.
+      assert.throws(() => createCache({ namespace: 'n', token: '' }), { code: 'invalid_argument', message: /^token must not be empty; leave it out to use QUAYSIDE_TOKEN/ });
+      assert.throws(() => createEnv({ project: 'p', environment: 'e', url: '' }), { code: 'invalid_argument', message: /^url must not be empty/ });
+      assert.throws(() => syncQueue({ id: 'q', token: '' }), { code: 'invalid_argument', message: /^token must not be empty/ });
     });
 
     it('you ack(receipt) to finish one', async () => {
