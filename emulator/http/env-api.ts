@@ -52,9 +52,12 @@ const handle: HttpRoute = async (req, res, engine) => {
   if (!url.pathname.startsWith('/v1/queues')) return false;
   const matching = ROUTES.filter((r) => r.pattern.test(url.pathname));
   if (matching.length === 0) return false;
-  const route = matching.find((r) => r.method === req.method);
+  // HEAD is GET without the body (Node leaves the body out), as for /healthz and /metrics.
+  const method = req.method === 'HEAD' ? 'GET' : req.method;
+  const route = matching.find((r) => r.method === method);
+  const allowed = matching.flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method]));
   try {
-    if (!route) throw new QuaysideError('invalid_argument', `${req.method} is not allowed on ${url.pathname}; use ${matching.map((r) => r.method).join(', ')}`);
+    if (!route) throw new QuaysideError('invalid_argument', `${req.method} is not allowed on ${url.pathname}; use ${allowed.join(', ')}`);
     const who = resolveToken(engine, bearer(req.headers.authorization));
     try {
       authorize(who.access, route.method === 'GET' ? 'peek' : route.op, READ_OPS);
@@ -68,7 +71,7 @@ const handle: HttpRoute = async (req, res, engine) => {
       // ?limit=10&limit=500 has no one meaning; taking either would answer a question not asked.
       if (url.searchParams.getAll(k).length > 1) throw invalid(`query parameter "${k}" is given more than once`);
     }
-    const body = req.method === 'GET' || req.method === 'DELETE' ? {} : await readJson(req);
+    const body = method === 'GET' || method === 'DELETE' ? {} : await readJson(req);
     const m = route.pattern.exec(url.pathname)!;
     const [status, out] = await route.run({ engine, actor: { name: who.name, tokenId: who.tokenId, namespace: who.namespace }, access: who.access, body, query: url.searchParams }, m);
     json(res, status, out);
@@ -76,7 +79,7 @@ const handle: HttpRoute = async (req, res, engine) => {
     const err = e instanceof QuaysideError ? e : new QuaysideError('internal', (e as Error).message);
     const status = !route && err.code === 'invalid_argument' ? 405 : HTTP_STATUS[err.code];
     // What RFC 9110 asks of these two answers: the methods that would do, and the scheme to use.
-    if (status === 405) res.setHeader('allow', matching.map((r) => r.method).join(', '));
+    if (status === 405) res.setHeader('allow', allowed.join(', '));
     if (status === 401) res.setHeader('www-authenticate', 'Bearer realm="quayside"');
     const payload: Record<string, unknown> = { code: err.code, message: err.message };
     if (err.resetAt !== undefined) {

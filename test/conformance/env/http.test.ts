@@ -156,13 +156,30 @@ describe('conformance: env HTTP API', () => {
     assert.match(anon.headers.get('www-authenticate') ?? '', /^Bearer\b/);
     const put = await fetch(`${emu.httpUrl}/v1/queues/${q.id}`, { method: 'PUT', headers: { authorization: `Bearer ${emu.token}` } });
     assert.equal(put.status, 405);
-    assert.equal(put.headers.get('allow'), 'GET, PATCH, DELETE');
+    assert.equal(put.headers.get('allow'), 'GET, HEAD, PATCH, DELETE');
     assert.equal(((await put.json()) as any).error.code, 'invalid_argument');
     // An answer that is neither carries neither.
     const ok = await fetch(`${emu.httpUrl}/v1/queues/${q.id}`, { headers: { authorization: `Bearer ${emu.token}` } });
     assert.equal(ok.status, 200);
     assert.equal(ok.headers.get('allow'), null);
     assert.equal(ok.headers.get('www-authenticate'), null);
+  });
+
+  it('HEAD on a GET route answers as the GET would, with no body, and leases nothing', async () => {
+    const project = fresh('p');
+    const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'head' })).body;
+    await call('POST', `/v1/queues/${q.id}/messages`, { body: { a: 1 } });
+    const auth = { authorization: `Bearer ${emu.token}` };
+    for (const path of [`/v1/queues?project=${project}&environment=dev`, `/v1/queues/${q.id}`, `/v1/queues/${q.id}/messages`, `/v1/queues/${q.id}/messages?failed=1`]) {
+      const head = await fetch(`${emu.httpUrl}${path}`, { method: 'HEAD', headers: auth });
+      assert.equal(head.status, 200, path);
+      assert.match(head.headers.get('content-type') ?? '', /^application\/json/, path);
+      assert.equal(await head.text(), '', path);
+    }
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${q.id}`, { method: 'HEAD' })).status, 401, 'the same token rules');
+    assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${q.id}/receive`, { method: 'HEAD', headers: auth })).status, 405, 'a POST route has no HEAD');
+    const [m] = (await call('GET', `/v1/queues/${q.id}/messages`)).body.messages;
+    assert.deepEqual([m.state, m.attempts], ['ready', 0]);
   });
 
   it('a query parameter given twice is 400, not one of its values taken at random', async () => {
