@@ -625,12 +625,47 @@ function pathToLossyNull(root: unknown): LossyNull | null {
 
   function pathOf(step: Step): string {
     const parts: string[] = [];
-    for (let s: Step | null = step; s && s.key !== null; s = s.up) {
-      const k = s.key;
-      parts.push(typeof k === 'number' ? `[${k}]` : /^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
-    }
+    for (let s: Step | null = step; s && s.key !== null; s = s.up) parts.push(pathStep(s.key));
     return parts.reverse().join('');
   }
+}
+
+/** One step of a path as JavaScript would write it: `[3]`, `.name`, `["odd key"]`. */
+function pathStep(k: string | number): string {
+  return typeof k === 'number' ? `[${k}]` : /^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`;
+}
+
+/**
+ * Where inside `root` JSON.stringify fails (a BigInt, a cycle, a toJSON or getter that throws):
+ * the path (`.a.b[2]`) to the deepest value whose own encoding still fails, or '' for `root`
+ * itself (at most 32 levels down). Only for a value known to fail (an error path): each level is
+ * tried child by child.
+ */
+export function pathToUnencodable(root: unknown): string {
+  let path = '';
+  const seen = new Set<object>();
+  // Bounded: a value nested past the stack (a RangeError) is named by its first levels.
+  for (let v = root; v !== null && typeof v === 'object' && !seen.has(v) && seen.size < 32; ) {
+    seen.add(v);
+    // A toJSON decides what is written: the fault is in the value itself, or in what it returned.
+    if (typeof (v as { toJSON?: unknown }).toJSON === 'function') break;
+    let next: { key: string | number; v: unknown } | null = null;
+    const keys: (string | number)[] = Array.isArray(v) ? v.map((_, i) => i) : Object.keys(v);
+    for (const k of keys) {
+      let child: unknown;
+      try {
+        child = (v as Record<string | number, unknown>)[k];
+        JSON.stringify(child);
+      } catch {
+        next = { key: k, v: child };
+        break;
+      }
+    }
+    if (!next) break;
+    path += pathStep(next.key);
+    v = next.v;
+  }
+  return path;
 }
 
 export const DEFAULT_PORT = 7433;

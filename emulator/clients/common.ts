@@ -105,6 +105,27 @@ export function jsonValue(v: unknown, name: string): void {
   if (typeof v === 'function' || typeof v === 'symbol') {
     throw invalidArg(`${name} is not a JSON value (got a ${typeof v}); send a string, number, boolean, null, array or plain object`, { field: name });
   }
+  if (asJsonTop(v) === undefined) {
+    throw invalidArg(`${name} is not a JSON value: its toJSON() returned undefined, which JSON leaves out`, { field: name });
+  }
+}
+
+/**
+ * What JSON writes for `v` at the top: what its toJSON returns (a Date's text), a boxed string,
+ * number or boolean's primitive, else `v`. (A toJSON that throws is left to the encoding, which
+ * names it.)
+ */
+export function asJsonTop(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  const toJSON = (v as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') {
+    try {
+      return toJSON.call(v, '');
+    } catch {
+      return v;
+    }
+  }
+  return v instanceof String || v instanceof Number || v instanceof Boolean ? v.valueOf() : v;
 }
 
 /** An AbortSignal, or undefined; anything else is refused by name (it would fail later as a TypeError). */

@@ -107,7 +107,8 @@ function decode(body: unknown, contentType: string | null): unknown {
 
 function pushInput(body: unknown, o: SendOptions | undefined, at = ''): PushInput {
   const opts = optObject(o, `${at || ''}send options`) ?? {};
-  onlyKeys(opts, ['contentType', 'delaySeconds', 'attributes', 'dedupId', ...(at ? ['body'] : [])], 'send');
+  // A batch item's unknown key names the item: "unknown sendBatch messages[1] option …".
+  onlyKeys(opts, ['contentType', 'delaySeconds', 'attributes', 'dedupId', ...(at ? ['body'] : [])], at ? `sendBatch ${at.slice(0, -1)}` : 'send');
   const enc = encode(body, opts.contentType, at);
   const delayMs = optSeconds(opts.delaySeconds, `${at}delaySeconds`, { max: MAX_DELAY_S });
   const attributes = optObject(opts.attributes, `${at}attributes`);

@@ -2,7 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
+import { EMULATOR_HANDLE_KEYS, asJsonTop, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
 import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits, type SyncSettings } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
@@ -497,9 +497,12 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       if (o.data === undefined) throw invalidArg('send() needs data (any JSON value)');
       jsonValue(o.data, 'data');
       if (o.meta !== undefined && o.meta !== null) {
-        // The product's meta is a record: what a receiver reads as msg.meta.key.
-        if (typeof o.meta !== 'object' || Array.isArray(o.meta)) {
-          throw invalidArg(`send: meta must be an object of JSON values, got ${Array.isArray(o.meta) ? 'an array' : typeof o.meta}`, { field: 'meta' });
+        // The product's meta is a record: what a receiver reads as msg.meta.key. Checked on what
+        // JSON will write (a Date or a boxed string would arrive as a string).
+        const written = asJsonTop(o.meta);
+        if (written === null || typeof written !== 'object' || Array.isArray(written)) {
+          const got = Array.isArray(written) ? 'an array' : written === null ? 'null' : typeof written;
+          throw invalidArg(`send: meta must be an object of JSON values, got ${got}${written !== o.meta ? ' (as JSON writes it)' : ''}`, { field: 'meta' });
         }
         jsonValue(o.meta, 'meta');
       }

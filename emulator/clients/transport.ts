@@ -1,5 +1,5 @@
 import { QuaysideError } from '../errors';
-import { LIMITS, lossyNullAt, lossyNullMessage, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
+import { LIMITS, lossyNullAt, lossyNullMessage, pathToUnencodable, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -93,19 +93,10 @@ export function encodeRequest(id: number, op: string, args: unknown): string {
 
 /** The `invalid_argument` error for arguments JSON cannot encode, naming the argument when it can. */
 function notSerialisable(op: string, args: unknown, err: unknown): QuaysideError {
-  // Only on this failure path: find which top-level argument is at fault (body, meta, messages…).
-  let field: string | undefined;
-  if (args !== null && typeof args === 'object') {
-    for (const [k, v] of Object.entries(args)) {
-      try {
-        JSON.stringify(v);
-      } catch {
-        field = k;
-        break;
-      }
-    }
-  }
+  // Only on this failure path: find where the fault sits (body.a.b), and its top-level argument.
+  const path = pathToUnencodable(args).replace(/^\./, '');
+  const field = /^([^.[]+)/.exec(path)?.[1];
   const reason = (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ');
-  const what = field ? `${field} is` : 'the arguments are';
+  const what = path ? `${path} is` : 'the arguments are';
   return new QuaysideError('invalid_argument', `${op}: ${what} not JSON-serialisable: ${reason}`, field ? { details: { field } } : {});
 }

@@ -172,10 +172,12 @@ describe('clients: bodies JSON cannot carry', function () {
     const q = cache.queue('bodies');
     await q.stats(); // connected, so any frame below would be a push
     const ops = await framesSentDuring(async () => {
-      for (const [body, reason] of [[10n, /BigInt/], [{ deep: [1n] }, /BigInt/], [circular(), /circular/]] as const) {
+      // Named where it sits, as NaN is: the value itself, the BigInt inside, the key that closes the cycle.
+      for (const [body, where, reason] of [[10n, 'body', /BigInt/], [{ deep: [1n] }, 'body.deep[0]', /BigInt/], [{ a: { 'odd key': 2n } }, 'body.a["odd key"]', /BigInt/], [circular(), 'body.self', /circular/]] as const) {
         const e = await rejects(q.push(body));
         assert.equal(e.code, 'invalid_argument');
-        assert.match(e.message, /body is not JSON-serialisable: /);
+        assert.equal(e.message.startsWith(`push: ${where} is not JSON-serialisable: `), true, e.message);
+        assert.equal(e.details?.field, 'body');
         assert.match(e.message, reason);
         assert.equal(pendingOf(conn), 0, 'a failed encode leaves nothing pending');
       }
@@ -319,7 +321,20 @@ describe('clients: bodies JSON cannot carry', function () {
     assert.match(e1.message, /^send: data is not JSON-serialisable: .*BigInt/); // the product's name, not the engine's body
     const e2 = await rejects(s.send({ data: 1, meta: circular() }));
     assert.equal(e2.code, 'invalid_argument');
-    assert.match(e2.message, /^send: meta is not JSON-serialisable: .*circular/);
+    assert.match(e2.message, /^send: meta\.self is not JSON-serialisable: .*circular/);
+    assert.match((await rejects(s.send({ data: { a: [1, { b: 2n }] } }))).message, /^send: data\.a\[1\]\.b is not JSON-serialisable: .*BigInt/);
+    // meta is checked as JSON will write it: a Date or a boxed string would arrive as a string.
+    for (const meta of [new Date(0), { toJSON: () => 5 }, new String('s'), { toJSON: () => [1] }]) {
+      const e = await rejects(s.send({ data: 1, meta: meta as never }));
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /^send: meta must be an object of JSON values, got (string|number|an array) \(as JSON writes it\)$/);
+    }
+    await s.send({ data: 1, meta: { toJSON: () => ({ k: 'v' }) } as never }); // what JSON writes is a record: fine
+    // data whose toJSON gives nothing is refused in the product's words (it said "body is missing").
+    const e3 = await rejects(s.send({ data: { toJSON: () => undefined } }));
+    assert.equal(e3.message, 'data is not a JSON value: its toJSON() returned undefined, which JSON leaves out');
+    assert.equal((await s.stats()).ready, 1);
+    assert.equal((await s.recv({ wait: false }))?.ack !== undefined, true);
     assert.match((await rejects(s.send({ data: () => 1 }))).message, /data is not a JSON value/);
     assert.equal(pendingOf(conn), 0);
     assert.equal((await s.stats()).ready, 0);
@@ -328,7 +343,7 @@ describe('clients: bodies JSON cannot carry', function () {
   it('quayside/sync/memory queue(): the same errors, nothing enqueued', async () => {
     try {
       const s = memory.queue({ id: fresh('json') });
-      for (const [data, re] of [[10n, /data is not JSON-serialisable: .*BigInt/], [circular(), /data is not JSON-serialisable: .*circular/], [() => 1, /data is not a JSON value/]] as const) {
+      for (const [data, re] of [[10n, /data is not JSON-serialisable: .*BigInt/], [circular(), /data\.self is not JSON-serialisable: .*circular/], [() => 1, /data is not a JSON value/]] as const) {
         const e = await rejects(s.send({ data }));
         assert.equal(e.code, 'invalid_argument');
         assert.match(e.message, re);

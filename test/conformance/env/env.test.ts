@@ -117,6 +117,9 @@ describe('conformance: env (seeds/001)', function () {
       const e = await rejects(env.queue.sendBatch('batch', [{ body: 1 }, { body: 2 }, { body: 3 }, { body: 4 }]));
       assert.equal(e.code, 'queue_full');
       assert.equal((await rejects(env.queue.sendBatch('batch', [{ body: 1 }, { body: 2, delaySeconds: NaN }]))).code, 'invalid_argument');
+      // A misspelt option names the item it is in.
+      const typo = await rejects(env.queue.sendBatch('batch', [{ body: 1 }, { body: 2, delaySecond: 1 } as never]));
+      assert.match(typo.message, /^unknown sendBatch messages\[1\] option "delaySecond"; expected one of contentType, delaySeconds, attributes, dedupId, body$/);
       assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
     });
 
