@@ -257,16 +257,29 @@ async function start(args: Args): Promise<void> {
       return fail('config', `${configFile}: ${(e as Error).message}`);
     }
   }
-  let emu: Awaited<ReturnType<typeof mod.startEmulator>>;
-  try {
-    emu = await mod.startEmulator({
+  const start = (tok: string | undefined) =>
+    mod.startEmulator({
       port, host, dataDir, memory,
       clock: clockFlag as 'system' | 'virtual',
-      token,
+      token: tok,
       durability: durability as 'normal' | 'full',
       freeTier: args.flags['free-tier'] === true,
       config: config as Record<string, unknown> | undefined,
     });
+  const tokenRefused = (e: unknown) => e instanceof mod.QuaysideError && e.code === 'invalid_argument' && /^startEmulator: token\b/.test(e.message);
+  let emu: Awaited<ReturnType<typeof mod.startEmulator>>;
+  try {
+    try {
+      emu = await start(token);
+    } catch (e) {
+      if (!tokenRefused(e)) throw e;
+      const why = (e as Error).message.replace(/^startEmulator: token:? /, '');
+      if (flag(args, 'token') !== undefined) return fail('usage', `--token: ${why}`);
+      // QUAYSIDE_TOKEN is there to restart with the token printed last time; a shell may hold an
+      // app's narrower token in it instead, and that one cannot become the emulator's own.
+      process.stderr.write(`quayside: QUAYSIDE_TOKEN is not used as the emulator's token: ${why}\n`);
+      emu = await start(undefined);
+    }
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { problem?: string };
     // The file was checked above: what is left is a declared queue that exists with another dialect.

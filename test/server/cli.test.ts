@@ -259,6 +259,40 @@ describe('quayside start: its options', function () {
     }
   });
 
+  it('a --token that cannot be the emulator\'s own is a usage error (64); a QUAYSIDE_TOKEN that cannot is passed over with a note, and the start goes on', async () => {
+    for (const bad of ['a b', 'qs_ro_mine']) {
+      const e = await fails(run(tsx, [cli, 'start', '--memory', '--port', '0', '--token', bad, '--json']));
+      assert.equal(e?.code, 64, bad);
+      const line = JSON.parse(e!.stdout.trim().split('\n').pop()!);
+      assert.equal(line.code, 'usage');
+      assert.match(line.message, /^--token: /);
+    }
+    const child = spawn(tsx, [cli, 'start', '--memory', '--port', '0', '--host', '127.0.0.1', '--json'], { env: { ...process.env, QUAYSIDE_TOKEN: 'qs_ro_an-apps-token' } });
+    try {
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => (err += d));
+      const line = await new Promise<string>((resolve, reject) => {
+        let buf = '';
+        child.stdout.on('data', (d: Buffer) => {
+          buf += d;
+          if (buf.includes('\n')) resolve(buf.split('\n')[0]);
+        });
+        child.on('exit', (code) => reject(new Error(`exited ${code}: ${buf}`)));
+      });
+      const ev = JSON.parse(line) as { event: string; token: string };
+      assert.equal(ev.event, 'listening');
+      assert.notEqual(ev.token, 'qs_ro_an-apps-token');
+      assert.match(ev.token, /^qs_rw_/);
+      // Read once it has exited: its stderr and stdout are two pipes, in no set order.
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      assert.match(err, /QUAYSIDE_TOKEN is not used as the emulator's token: a token that starts qs_ro_ reads as read-only/);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+
   it('a --url or QUAYSIDE_URL that is not a ws://, wss://, http:// or https:// URL is a usage error (64); a client given one fails invalid_argument at once', async () => {
     for (const [extra, env, from] of [[['--url', 'not a url'], {}, '--url'], [[], { QUAYSIDE_URL: 'ftp://127.0.0.1:1' }, 'QUAYSIDE_URL']] as const) {
       const e = await fails(run(tsx, [cli, 'queues', ...extra, '--json'], { env: { ...process.env, ...env } }));
