@@ -78,7 +78,11 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     clock = clockFor(opts.clock, saved === null ? null : Number(saved));
     const quota = opts.freeTier === true ? 1000 : typeof opts.freeTier === 'number' ? opts.freeTier : null;
     engine = new Engine({ store, clock, dailyQuota: quota });
-    token = engine.ensureAdminToken(opts.token);
+    try {
+      token = engine.ensureAdminToken(opts.token);
+    } catch (e) {
+      throw e instanceof QuaysideError && e.details?.field === 'token' ? new QuaysideError(e.code, `startEmulator: token: ${e.message}`, { details: e.details }) : e;
+    }
     server = new QuaysideServer({ engine, host, port, routes: envHttpRoutes(), log: opts.log });
     await server.listen();
     engine.saveClock();

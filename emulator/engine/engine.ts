@@ -1546,7 +1546,7 @@ export class Engine {
     const known = token === undefined ? null : this.store.getToken(token);
     if (known && (known.access !== 'readwrite' || known.ns !== null)) {
       // Taking it as the admin token would quietly give every holder of a narrower token all rights.
-      throw invalid(`token is already a ${known.access === 'read' ? 'read-only' : 'read-write'} token for ${known.ns === null ? 'every namespace' : `namespace "${known.ns}"`} on this data directory; the emulator's own token must be another`);
+      throw new QuaysideError('invalid_argument', `it is already a ${known.access === 'read' ? 'read-only' : 'read-write'} token for ${known.ns === null ? 'every namespace' : `namespace "${known.ns}"`} on this data directory; the emulator's own token must be another`, { details: { field: 'token' } });
     }
     const t = token ?? this.store.getMeta('admin_token') ?? `qs_rw_${crypto.randomBytes(18).toString('base64url')}`;
     this.store.transaction(() => {

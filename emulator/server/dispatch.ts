@@ -13,6 +13,8 @@ export class Session {
   consumers = new Map<string, { namespace: string; queue: string }>();
   /** Consumers this connection detached: they may still report their batches in hand done. */
   detached = new Set<string>();
+  /** Consumers let go because a hello gave a token that may not take their batches (see revoke). */
+  revoked = new Set<string>();
   /** Waiting pulls, by request id, with the namespace each waits in. */
   held = new Map<number | string, { abort: AbortController; namespace: string }>();
   /**
@@ -27,6 +29,20 @@ export class Session {
   nextSubscription(): string {
     return `s_${++this.seq}`;
   }
+  /** May the connection's token take work from `namespace` (lease it, be given batches)? */
+  mayTake(namespace: string): boolean {
+    return this.access === 'readwrite' && (this.actor?.namespace == null || this.actor.namespace === namespace);
+  }
+}
+
+/** Lets a consumer go that the connection's token may no longer serve; it is told once. */
+function revoke(engine: Engine, s: Session, consumer: string, q: { namespace: string; queue: string }): void {
+  s.consumers.delete(consumer);
+  // Bounded, as `detached`: a batch the emulator started before the detach was taken still finds it here.
+  if (s.revoked.size >= 256) s.revoked.delete(s.revoked.values().next().value!);
+  s.revoked.add(consumer);
+  void engine.detachConsumer({ consumer }, false).catch(() => {});
+  s.emit({ event: 'consumer_dropped', consumer, namespace: q.namespace, queue: q.queue, reason: 'token_changed' });
 }
 
 type Handler = (engine: Engine, s: Session, args: Record<string, unknown>, id: number | string) => Promise<unknown>;
@@ -119,6 +135,11 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     const r = await e.attachConsumer(
       a as never,
       (batch, messages) => {
+        // A batch started before its consumer's detach was taken: it goes back, unread, not to a token that may not take it.
+        if (s.revoked.has(r.consumer)) {
+          void e.unclaim(messages.map((m) => m.receipt)).catch(() => {});
+          return;
+        }
         const q = messages[0];
         s.emit({ event: 'deliver', consumer: r.consumer, batch, namespace: q?.namespace ?? String(a.namespace), queue: q?.queue ?? String(a.queue), messages });
       },
@@ -132,7 +153,12 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
       },
     );
     // Not if its queue was deleted in the same commit (it was told already, above).
-    if (!dropped.has(r.consumer)) s.consumers.set(r.consumer, { namespace: String(a.namespace), queue: String(a.queue) });
+    const q = { namespace: String(a.namespace), queue: String(a.queue) };
+    if (!dropped.has(r.consumer)) {
+      // A hello may have changed the token while this attach was in the engine.
+      if (s.mayTake(q.namespace)) s.consumers.set(r.consumer, q);
+      else revoke(e, s, r.consumer, q);
+    }
     return r;
   },
   'consumer.done': async (e, s, a) => {
@@ -251,18 +277,12 @@ function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
   }
   // What the connection holds that the new token could not ask for ends now: its waiting pulls
   // answer empty, and its consumers are let go, so no batch reaches a token that may not take it.
-  const keeps = (ns: string) => who.access === 'readwrite' && (who.namespace === null || who.namespace === ns);
   for (const [id, h] of s.held) {
-    if (keeps(h.namespace)) continue;
+    if (s.mayTake(h.namespace)) continue;
     s.held.delete(id);
     h.abort.abort();
   }
-  for (const [consumer, q] of s.consumers) {
-    if (keeps(q.namespace)) continue;
-    s.consumers.delete(consumer);
-    void engine.detachConsumer({ consumer }, false).catch(() => {});
-    s.emit({ event: 'consumer_dropped', consumer, namespace: q.namespace, queue: q.queue, reason: 'token_changed' });
-  }
+  for (const [consumer, q] of s.consumers) if (!s.mayTake(q.namespace)) revoke(engine, s, consumer, q);
   return { version: PROTOCOL_VERSION, server: 'quayside', clock: engine.clock.mode, now: engine.now(), access: who.access, namespace: who.namespace };
 }
 
@@ -275,6 +295,7 @@ export function endSession(engine: Engine, s: Session): void {
   for (const c of s.detached) void engine.detachConsumer({ consumer: c }, false).catch(() => {});
   s.consumers.clear();
   s.detached.clear();
+  s.revoked.clear();
   s.subscriptions.clear();
 }
 

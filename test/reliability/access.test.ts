@@ -265,6 +265,29 @@ describe('reliability: access', function () {
         await c.close();
       }
     }
+    // A hello that crosses an attach still in the engine, or a batch the emulator was already
+    // starting (another client's push in the same commit): neither reaches the new token.
+    for (let round = 0; round < 20; round++) {
+      const c = await RawClient.hello(emu.url, emu.token);
+      try {
+        const attaching = c.request('consumer.attach', q);
+        const rehello = round % 2 === 0 ? c.request('hello', { version: 1, token: readAll }) : null;
+        const { consumer } = (await attaching).result as { consumer: string };
+        const pushing = admin.request('push', { ...q, body: round });
+        await (rehello ?? c.request('hello', { version: 1, token: readAll }));
+        await pushing;
+        await c.waitFor((f) => f.event === 'consumer_dropped' && f.consumer === consumer);
+        await admin.ok('clock.advance', { ms: 10 });
+        const dropAt = c.frames.findIndex((f) => f.event === 'consumer_dropped');
+        assert.equal(c.frames.slice(dropAt).filter((f) => f.event === 'deliver').length, 0, `round ${round}: no batch after consumer_dropped`);
+        if (c.frames.some((f) => f.event === 'deliver')) continue; // went out under the admin token, before the hello
+        const { messages } = await admin.ok('peek', q);
+        assert.deepEqual(messages.map((m: { state: string; attempts: number }) => [m.state, m.attempts]), [['ready', 0]], `round ${round}: given back, no attempt spent`);
+      } finally {
+        await c.close();
+        await admin.ok('purge', { ...q, confirm: q.queue });
+      }
+    }
     // A token that may still take the work keeps it: the same admin token again.
     const c = await RawClient.hello(emu.url, emu.token);
     try {

@@ -260,36 +260,46 @@ describe('quayside start: its options', function () {
   });
 
   it('a --token that cannot be the emulator\'s own is a usage error (64); a QUAYSIDE_TOKEN that cannot is passed over with a note, and the start goes on', async () => {
-    for (const bad of ['a b', 'qs_ro_mine']) {
-      const e = await fails(run(tsx, [cli, 'start', '--memory', '--port', '0', '--token', bad, '--json']));
-      assert.equal(e?.code, 64, bad);
-      const line = JSON.parse(e!.stdout.trim().split('\n').pop()!);
-      assert.equal(line.code, 'usage');
-      assert.match(line.message, /^--token: /);
-    }
-    const child = spawn(tsx, [cli, 'start', '--memory', '--port', '0', '--host', '127.0.0.1', '--json'], { env: { ...process.env, QUAYSIDE_TOKEN: 'qs_ro_an-apps-token' } });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-cli-token-'));
     try {
-      let err = '';
-      child.stderr.on('data', (d: Buffer) => (err += d));
-      const line = await new Promise<string>((resolve, reject) => {
-        let buf = '';
-        child.stdout.on('data', (d: Buffer) => {
-          buf += d;
-          if (buf.includes('\n')) resolve(buf.split('\n')[0]);
-        });
-        child.on('exit', (code) => reject(new Error(`exited ${code}: ${buf}`)));
-      });
-      const ev = JSON.parse(line) as { event: string; token: string };
-      assert.equal(ev.event, 'listening');
-      assert.notEqual(ev.token, 'qs_ro_an-apps-token');
-      assert.match(ev.token, /^qs_rw_/);
-      // Read once it has exited: its stderr and stdout are two pipes, in no set order.
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-      assert.match(err, /QUAYSIDE_TOKEN is not used as the emulator's token: a token that starts qs_ro_ reads as read-only/);
+      const first = await startEmulator({ dataDir: dir, token: 'dev' });
+      const shopRw = await first.createToken({ access: 'readwrite', namespace: 'shop' });
+      await first.close();
+      for (const bad of ['a b', 'qs_ro_mine', shopRw]) {
+        const e = await fails(run(tsx, [cli, 'start', '--data', dir, '--port', '0', '--token', bad, '--json']));
+        assert.equal(e?.code, 64, bad);
+        const line = JSON.parse(e!.stdout.trim().split('\n').pop()!);
+        assert.equal(line.code, 'usage');
+        assert.match(line.message, /^--token: /);
+      }
+      for (const [envToken, note] of [['qs_ro_an-apps-token', /a token that starts qs_ro_ reads as read-only/], [shopRw, /it is already a read-write token for namespace "shop"/]] as const) {
+        const child = spawn(tsx, [cli, 'start', '--data', dir, '--port', '0', '--host', '127.0.0.1', '--json'], { env: { ...process.env, QUAYSIDE_TOKEN: envToken } });
+        try {
+          let err = '';
+          child.stderr.on('data', (d: Buffer) => (err += d));
+          const line = await new Promise<string>((resolve, reject) => {
+            let buf = '';
+            child.stdout.on('data', (d: Buffer) => {
+              buf += d;
+              if (buf.includes('\n')) resolve(buf.split('\n')[0]);
+            });
+            child.on('exit', (code) => reject(new Error(`exited ${code}: ${buf}`)));
+          });
+          const ev = JSON.parse(line) as { event: string; token: string };
+          assert.equal(ev.event, 'listening');
+          assert.equal(ev.token, 'dev', 'the data directory\'s own token');
+          // Read once it has exited: its stderr and stdout are two pipes, in no set order.
+          const exited = new Promise((r) => child.once('exit', r));
+          child.kill('SIGTERM');
+          await exited;
+          assert.match(err, /QUAYSIDE_TOKEN is not used as the emulator's token: /);
+          assert.match(err, note);
+        } finally {
+          child.kill('SIGTERM');
+        }
+      }
     } finally {
-      child.kill('SIGTERM');
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
