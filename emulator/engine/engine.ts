@@ -146,6 +146,8 @@ export class Engine {
   private timerAt: number | null = null;
   /** The half-hour step the last transaction ran in (see rollLagStep). */
   private lastLagStep: number;
+  /** The step the open transaction rolled on from: put back if it does not commit, so a later one closes those steps. */
+  private lagRolledFrom: number | null = null;
   private closed = false;
   private advancing: Promise<number> | null = null;
   /** Leases handed out while an advance runs (row id, token), until their holders answered. */
@@ -222,6 +224,8 @@ export class Engine {
   }
 
   private afterCommit(ok: boolean): void {
+    if (!ok && this.lagRolledFrom !== null) this.lastLagStep = this.lagRolledFrom;
+    this.lagRolledFrom = null;
     this.settleLag(ok);
     // Consumers of queues deleted in this commit are told once it stands; if it failed, the
     // queues are still there and their consumers are put back.
@@ -1191,6 +1195,7 @@ export class Engine {
     // process, a restart or a long jump of the clock, several steps may have gone by.
     const ended = this.lastLagStep;
     this.lastLagStep = step;
+    this.lagRolledFrom = ended;
     if (step > ended) {
       const from = Math.max(ended, step - LAG_STEPS * HALF_HOUR);
       for (const q of this.store.listQueues()) {

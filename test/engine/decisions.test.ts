@@ -678,6 +678,29 @@ describe('engine: decisions', () => {
       assert.deepEqual(steps, [[0, 1], [30, 0], [60, 0], [90, 0], [120, 1]]);
     });
 
+    it('lag_history: a step change whose transaction does not commit is taken again by the next one', async () => {
+      const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
+      t = makeEngine({ start: step0 + MINUTE });
+      await t.engine.push({ ...ref, body: 'waits', create: 'cache' });
+      t.clock.set(step0 + 2 * HOUR + 10 * MINUTE);
+      // The next commit fails (a full disk), and is rolled back with the step's closing records.
+      const transaction = t.store.transaction.bind(t.store);
+      let failNext = true;
+      t.store.transaction = <T>(fn: () => T): T =>
+        transaction(() => {
+          const out = fn();
+          if (failNext) {
+            failNext = false;
+            throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+          }
+          return out;
+        });
+      assert.equal((await rejects(t.engine.push({ ...ref, body: 'lost' }))).code, 'storage_full');
+      await t.advance(0);
+      const steps = (await t.engine.stats(ref)).lagHistory.filter((s) => s.start >= step0).map((s) => [(s.start - step0) / MINUTE, s.peakDepth, s.maxWaitMs / MINUTE]);
+      assert.deepEqual(steps, [[0, 1, 29], [30, 1, 59], [60, 1, 89], [90, 1, 119], [120, 1, 129]]);
+    });
+
     it('lag_history: the steps an emulator was down for are closed at its next start with what waited through them', async () => {
       const dir = tempDir();
       const step0 = Date.UTC(2026, 0, 5, 10, 0, 0);
