@@ -647,19 +647,23 @@ export function pathToUnencodable(root: unknown): string {
   // Bounded: a value nested past the stack (a RangeError) is named by its first levels.
   for (let v = root; v !== null && typeof v === 'object' && !seen.has(v) && seen.size < 32; ) {
     seen.add(v);
-    // A toJSON decides what is written: the fault is in the value itself, or in what it returned.
-    if (typeof (v as { toJSON?: unknown }).toJSON === 'function') break;
     let next: { key: string | number; v: unknown } | null = null;
-    const keys: (string | number)[] = Array.isArray(v) ? v.map((_, i) => i) : Object.keys(v);
-    for (const k of keys) {
-      let child: unknown;
-      try {
-        child = (v as Record<string | number, unknown>)[k];
-        JSON.stringify(child);
-      } catch {
-        next = { key: k, v: child };
-        break;
+    try {
+      // A toJSON decides what is written: the fault is in the value itself, or in what it returned.
+      if (typeof (v as { toJSON?: unknown }).toJSON === 'function') break;
+      const keys: (string | number)[] = Array.isArray(v) ? v.map((_, i) => i) : Object.keys(v);
+      for (const k of keys) {
+        let child: unknown;
+        try {
+          child = (v as Record<string | number, unknown>)[k];
+          JSON.stringify(child);
+        } catch {
+          next = { key: k, v: child };
+          break;
+        }
       }
+    } catch {
+      break; // a getter or a Proxy that throws when looked at: the fault is here
     }
     if (!next) break;
     path += pathStep(next.key);

@@ -105,8 +105,9 @@ export function jsonValue(v: unknown, name: string): void {
   if (typeof v === 'function' || typeof v === 'symbol') {
     throw invalidArg(`${name} is not a JSON value (got a ${typeof v}); send a string, number, boolean, null, array or plain object`, { field: name });
   }
-  if (asJsonTop(v) === undefined) {
-    throw invalidArg(`${name} is not a JSON value: its toJSON() returned undefined, which JSON leaves out`, { field: name });
+  const top = asJsonTop(v);
+  if (top === undefined || typeof top === 'function' || typeof top === 'symbol') {
+    throw invalidArg(`${name} is not a JSON value: its toJSON() returned ${top === undefined ? 'undefined' : `a ${typeof top}`}, which JSON leaves out`, { field: name });
   }
 }
 
@@ -117,15 +118,13 @@ export function jsonValue(v: unknown, name: string): void {
  */
 export function asJsonTop(v: unknown): unknown {
   if (v === null || typeof v !== 'object') return v;
-  const toJSON = (v as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === 'function') {
-    try {
-      return toJSON.call(v, '');
-    } catch {
-      return v;
-    }
+  try {
+    const toJSON = (v as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === 'function') return toJSON.call(v, '');
+    return v instanceof String || v instanceof Number || v instanceof Boolean ? v.valueOf() : v;
+  } catch {
+    return v; // a toJSON (or a getter, a Proxy) that throws: the encoding names it
   }
-  return v instanceof String || v instanceof Number || v instanceof Boolean ? v.valueOf() : v;
 }
 
 /** An AbortSignal, or undefined; anything else is refused by name (it would fail later as a TypeError). */

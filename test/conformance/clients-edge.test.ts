@@ -183,6 +183,25 @@ describe('clients: bodies JSON cannot carry', function () {
       }
     });
     assert.deepEqual(ops, [], 'nothing was sent');
+    // What throws when it is looked at (a toJSON getter, a revoked Proxy, a Proxy whose keys throw)
+    // is still invalid_argument, named as far as it can be.
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const throwing = (): never => {
+      throw new Error('not today');
+    };
+    const bodies: [unknown, RegExp][] = [
+      [{ a: { get toJSON() { return throwing(); } } }, /^push: body\.a is not JSON-serialisable: not today/],
+      [{ get toJSON() { return throwing(); } }, /^push: body is not JSON-serialisable: not today/],
+      [{ a: revoked.proxy }, /^push: body\.a is not JSON-serialisable: /],
+      [{ a: new Proxy({}, { ownKeys: throwing }) }, /^push: body\.a is not JSON-serialisable: not today/],
+      [{ toJSON: () => () => 1 }, /^body is not a JSON value: its toJSON\(\) returned a function, which JSON leaves out$/],
+    ];
+    for (const [body, says] of bodies) {
+      const e = await rejects(q.push(body));
+      assert.equal(e.code, 'invalid_argument', e.message);
+      assert.match(e.message, says);
+    }
     assert.equal((await q.stats()).depth, 0);
     await q.push('fine'); // the connection is still good
     assert.equal((await q.stats()).depth, 1);
