@@ -116,6 +116,8 @@ function checkFlags(cmd: string, args: Args): void {
   }
   for (const k of Object.keys(args.flags)) {
     if (!known.includes(k)) throw new UsageError(`unknown option --${k} for ${cmd}; it takes ${known.map((f) => `--${f}`).join(' ')}`);
+    // --memory=false must not be read as --memory, nor quietly as its absence.
+    if (BOOLEAN.has(k) && args.flags[k] !== true) throw new UsageError(`--${k} takes no value; give --${k} alone, got --${k}=${String(args.flags[k]).slice(0, 60)}`);
   }
   if (args.repeated?.length) throw new UsageError(`--${args.repeated[0]} is given more than once; give it once`);
   if (args.flags.ns !== undefined && args.flags.namespace !== undefined) throw new UsageError('--ns and --namespace are the same option; give one');
@@ -123,7 +125,8 @@ function checkFlags(cmd: string, args: Args): void {
 
 function flag(args: Args, name: string, alias?: string): string | undefined {
   const v = args.flags[name] ?? (alias ? args.flags[alias] : undefined);
-  if (v === true) throw new UsageError(`--${name} needs a value`);
+  // An empty value (--data "", an unset variable in a script) is no value: never "the current directory" or "none".
+  if (v === true || v === '') throw new UsageError(`--${name} needs a value`);
   return v;
 }
 
@@ -251,10 +254,10 @@ async function start(args: Args): Promise<void> {
   let config: unknown;
   if (configFile) {
     try {
-      config = wc.readWorkspaceConfig(path.resolve(configFile));
-      wc.planWorkspaceConfig(config); // checked here for this command's own error code; startEmulator plans it again
+      config = wc.readWorkspaceConfig(path.resolve(configFile), configFile);
+      wc.planWorkspaceConfig(config, configFile); // checked here for this command's own error code; startEmulator plans it again
     } catch (e) {
-      return fail('config', `${configFile}: ${(e as Error).message}`);
+      return fail('config', (e as Error).message); // it names the file
     }
   }
   const start = (tok: string | undefined) =>
@@ -266,15 +269,18 @@ async function start(args: Args): Promise<void> {
       freeTier: args.flags['free-tier'] === true,
       config: config as Record<string, unknown> | undefined,
     });
-  const tokenRefused = (e: unknown) => e instanceof mod.QuaysideError && e.code === 'invalid_argument' && /^startEmulator: token\b/.test(e.message);
+  // An option startEmulator refuses came from a flag (or QUAYSIDE_TOKEN): said as that flag, a usage error.
+  const refused = (e: unknown) => (e instanceof mod.QuaysideError && e.code === 'invalid_argument' ? /^startEmulator: (token|host|port|dataDir)\b:? ?/.exec(e.message) : null);
+  const FLAG_OF: Record<string, string> = { token: 'token', host: 'host', port: 'port', dataDir: 'data' };
   let emu: Awaited<ReturnType<typeof mod.startEmulator>>;
   try {
     try {
       emu = await start(token);
     } catch (e) {
-      if (!tokenRefused(e)) throw e;
-      const why = (e as Error).message.replace(/^startEmulator: token:? /, '');
-      if (flag(args, 'token') !== undefined) return fail('usage', `--token: ${why}`);
+      const m = refused(e);
+      if (!m) throw e;
+      const why = (e as Error).message.slice(m[0].length).replace(/^(must|is)\b/, `${m[1]} $1`);
+      if (m[1] !== 'token' || flag(args, 'token') !== undefined) return fail('usage', `--${FLAG_OF[m[1]]}: ${why}`);
       // QUAYSIDE_TOKEN is there to restart with the token printed last time; a shell may hold an
       // app's narrower token in it instead, and that one cannot become the emulator's own.
       process.stderr.write(`quayside: QUAYSIDE_TOKEN is not used as the emulator's token: ${why}\n`);

@@ -65,7 +65,8 @@ export function startEmulator(opts?: EmulatorOptions): Promise<Emulator>;
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
   checkOptions(opts);
   // Checked before the data directory is opened: a bad file starts nothing.
-  const plan = opts.config === undefined ? undefined : planWorkspaceConfig(typeof opts.config === 'string' ? readWorkspaceConfig(path.resolve(opts.config)) : opts.config);
+  const file = typeof opts.config === 'string' ? opts.config : undefined;
+  const plan = opts.config === undefined ? undefined : planWorkspaceConfig(file !== undefined ? readWorkspaceConfig(path.resolve(file), file) : opts.config, file);
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 0;
   const store = new Store({ dataDir: opts.memory || !opts.dataDir ? null : opts.dataDir, durability: opts.durability });

@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import { SYSTEM_ACTOR, type Engine } from './engine/engine';
 import { PRESETS, consumerSettings } from './engine/presets';
+import * as v from './engine/validate';
 import { QuaysideError } from './errors';
 import type { ConsumerSettings, Dialect, QueuePolicy } from './protocol';
-import { envNamespace } from './http/env-naming';
+import { ENV_SETTING_KEYS, envNamespace, envPolicy } from './http/env-naming';
 import { onlyKeys, invalidArg } from './clients/common';
-import { CACHE_SETTING_KEYS, ENV_SETTING_KEYS, cachePolicy, checkOrdering, envPolicy, syncPolicy } from './clients/policies';
+import { CACHE_SETTING_KEYS, cachePolicy, checkOrdering, syncPolicy } from './clients/policies';
 
 // quayside.json: queues declared per dialect, created or updated idempotently when the emulator
 // starts (docs/dialects.md "quayside.json"). Applying the same file twice changes nothing; a queue
@@ -33,6 +34,8 @@ export interface AppliedQueue {
 }
 
 export interface Planned {
+  /** The entry it came from (`env[1]`), which errors name. */
+  where: string;
   dialect: Dialect;
   namespace: string;
   queue: string;
@@ -41,8 +44,26 @@ export interface Planned {
   consumer?: Record<string, unknown> | null;
 }
 
-/** Checks a parsed quayside.json and turns it into queues to ensure. Throws on the first problem, naming it. */
-export function planWorkspaceConfig(config: unknown): Planned[] {
+/** An error of one part of the config, named by where it is (`quayside.json: env[1]`). */
+function errorAt(where: string, e: unknown): unknown {
+  return e instanceof QuaysideError ? new QuaysideError(e.code, `${where}: ${e.message}`, { details: e.details }) : e;
+}
+
+/**
+ * Checks a parsed quayside.json and turns it into queues to ensure. Throws on the first problem,
+ * naming it (and the file, `source`, when it came from one). Everything the engine would refuse
+ * is found here, so a start never applies half of a file.
+ */
+export function planWorkspaceConfig(config: unknown, source?: string): Planned[] {
+  try {
+    return plan(config, source ? `${source}: ` : '');
+  } catch (e) {
+    // Entries are named with the file already; what is wrong with the whole file is named here.
+    throw e instanceof QuaysideError && source && !e.message.startsWith(`${source}: `) ? errorAt(source, e) : e;
+  }
+}
+
+function plan(config: unknown, file: string): Planned[] {
   if (typeof config !== 'object' || config === null || Array.isArray(config)) throw invalidArg('the config must be a JSON object with "cache", "env" and/or "sync" arrays');
   const c = config as Record<string, unknown>;
   onlyKeys(c, ['$schema', 'cache', 'env', 'sync'], 'top-level');
@@ -57,46 +78,49 @@ export function planWorkspaceConfig(config: unknown): Planned[] {
       return x as Record<string, unknown>;
     });
   };
-  const add = (p: Planned, where: string) => {
+  const add = (p: Planned) => {
     const key = `${p.namespace}\u0000${p.queue}`;
-    if (seen.has(key)) throw invalidArg(`${where}: queue "${p.queue}" in namespace "${p.namespace}" is declared twice`);
+    if (seen.has(key)) throw invalidArg(`queue "${p.queue}" in namespace "${p.namespace}" is declared twice`);
     seen.add(key);
     out.push(p);
   };
-  const str = (v: unknown, where: string): string => {
-    if (typeof v !== 'string' || v.length === 0) throw invalidArg(`${where} must be a non-empty string`);
-    return v;
+  // A name as the engine will take it (control characters, length): checked here, so no file is
+  // found wrong halfway through being applied.
+  const str = (x: unknown, what: string): string => {
+    if (typeof x !== 'string' || x.length === 0) throw invalidArg(`${what} must be a non-empty string`);
+    return v.name(x, what);
   };
   const at = (where: string, fn: () => void) => {
     try {
       fn();
     } catch (e) {
-      if (e instanceof QuaysideError) throw new QuaysideError(e.code, `${where}: ${e.message}`, { details: e.details });
-      throw e;
+      throw errorAt(file + where, e);
     }
   };
 
   list('cache').forEach((q, i) => at(`cache[${i}]`, () => {
     onlyKeys(q, ['namespace', 'name', ...CACHE_SETTING_KEYS], 'cache queue');
-    add({ dialect: 'cache', namespace: str(q.namespace, 'namespace'), queue: str(q.name, 'name'), policy: { ...PRESETS.cache, ...cachePolicy(q) } }, `cache[${i}]`);
+    add({ where: `${file}cache[${i}]`, dialect: 'cache', namespace: str(q.namespace, 'namespace'), queue: str(q.name, 'name'), policy: { ...PRESETS.cache, ...cachePolicy(q) } });
   }));
   list('env').forEach((q, i) => at(`env[${i}]`, () => {
     onlyKeys(q, ['project', 'environment', 'slug', 'consumer', ...ENV_SETTING_KEYS], 'env queue');
     const consumer = q.consumer;
+    const policy = { ...PRESETS.env, ...envPolicy(q) };
     if (consumer !== undefined && consumer !== null) {
       if (typeof consumer !== 'object' || Array.isArray(consumer)) throw invalidArg('consumer must be an object { appId, … } or null');
       onlyKeys(consumer as Record<string, unknown>, ['appId', 'maxBatchSize', 'maxBatchTimeoutMs', 'maxConcurrency', 'visibilityMs'], 'consumer');
       str((consumer as Record<string, unknown>).appId, 'consumer.appId');
+      consumerSettings(consumer as Record<string, unknown>, policy.leaseMs); // its ranges, as setting it will check them
     }
     add({
-      dialect: 'env', namespace: envNamespace(q.project, q.environment), queue: str(q.slug, 'slug'),
-      policy: { ...PRESETS.env, ...envPolicy(q) }, consumer: consumer as Record<string, unknown> | null | undefined,
-    }, `env[${i}]`);
+      where: `${file}env[${i}]`, dialect: 'env', namespace: v.name(envNamespace(q.project, q.environment), 'project/environment'), queue: str(q.slug, 'slug'),
+      policy, consumer: consumer as Record<string, unknown> | null | undefined,
+    });
   }));
   list('sync').forEach((q, i) => at(`sync[${i}]`, () => {
     onlyKeys(q, ['tenantId', 'id', 'limits', 'delivery', 'ordering'], 'sync queue');
     checkOrdering(q.ordering);
-    add({ dialect: 'sync', namespace: q.tenantId === undefined ? 'default' : str(q.tenantId, 'tenantId'), queue: str(q.id, 'id'), policy: { ...PRESETS.sync, ...syncPolicy(q.limits, q.delivery) } }, `sync[${i}]`);
+    add({ where: `${file}sync[${i}]`, dialect: 'sync', namespace: q.tenantId === undefined ? 'default' : str(q.tenantId, 'tenantId'), queue: str(q.id, 'id'), policy: { ...PRESETS.sync, ...syncPolicy(q.limits, q.delivery) } });
   }));
   return out;
 }
@@ -108,7 +132,7 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
  * checked before anything changes; a queue of another dialect under the same name is a conflict.
  */
 export async function applyWorkspaceConfig(engine: Engine, file: string): Promise<AppliedQueue[]> {
-  return applyWorkspacePlan(engine, planWorkspaceConfig(readWorkspaceConfig(file)));
+  return applyWorkspacePlan(engine, planWorkspaceConfig(readWorkspaceConfig(file), file));
 }
 
 /**
@@ -116,18 +140,18 @@ export async function applyWorkspaceConfig(engine: Engine, file: string): Promis
  * refuse a bad file before it opens the data directory. What only the queues can tell (a
  * conflict) is found when the plan is applied.
  */
-export function readWorkspaceConfig(file: string): unknown {
+export function readWorkspaceConfig(file: string, source = file): unknown {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    throw invalidArg(`cannot read ${file}: ${(e as Error).message}`);
+    throw invalidArg(`${source}: cannot be read: ${(e as Error).message}`);
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw invalidArg(`${file} is not JSON: ${(e as Error).message}`);
+    throw invalidArg(`${source}: not JSON: ${(e as Error).message}`);
   }
   return parsed;
 }
@@ -138,7 +162,7 @@ export async function applyWorkspacePlan(engine: Engine, plan: Planned[]): Promi
   for (const p of plan) {
     try {
       const q = await engine.getQueue({ namespace: p.namespace, queue: p.queue }, SYSTEM_ACTOR);
-      if (q.dialect !== p.dialect) throw new QuaysideError('conflict', `queue "${p.queue}" in namespace "${p.namespace}" is ${q.dialect === 'env' ? 'an' : 'a'} ${q.dialect} queue; the config declares it as ${p.dialect}`);
+      if (q.dialect !== p.dialect) throw new QuaysideError('conflict', `${p.where}: queue "${p.queue}" in namespace "${p.namespace}" is ${q.dialect === 'env' ? 'an' : 'a'} ${q.dialect} queue; the config declares it as ${p.dialect}`);
       existing.set(`${p.namespace}\u0000${p.queue}`, q);
     } catch (e) {
       if (!(e instanceof QuaysideError) || e.code !== 'not_found') throw e;

@@ -101,36 +101,6 @@ export function checkOrdering(ordering: unknown): void {
   if (mode !== undefined && typeof mode !== 'string') throw invalidArg('ordering.mode must be a string');
 }
 
-/** `env`: the queue settings of the console / management API. */
-export interface EnvQueueSettings {
-  /** Retries after the first delivery (default 3 → 4 deliveries). */
-  maxRetries?: number;
-  maxDepth?: number | null;
-  maxBytes?: number | null;
-  /** The queue's retention (at most 14 days): older messages are dropped, failed ones deleted. */
-  retentionSeconds?: number;
-  /** The lease of a pull (`receive`) without its own. */
-  visibilityMs?: number;
-}
-
-export const ENV_SETTING_KEYS = ['maxRetries', 'maxDepth', 'maxBytes', 'retentionSeconds', 'visibilityMs'] as const;
-
-export function envPolicy(s: EnvQueueSettings): Partial<QueuePolicy> {
-  const p: Partial<QueuePolicy> = {};
-  const retries = optCount(s.maxRetries, 'maxRetries', 0, 100);
-  if (retries !== undefined) p.maxDeliveries = retries + 1;
-  if (s.maxDepth !== undefined) p.maxDepth = s.maxDepth === null ? null : optCount(s.maxDepth, 'maxDepth', 1, 1e9)!;
-  if (s.maxBytes !== undefined) p.maxBytes = s.maxBytes === null ? null : optCount(s.maxBytes, 'maxBytes', 1, 1e15)!;
-  const retention = optSeconds(s.retentionSeconds, 'retentionSeconds', { min: 60, max: 14 * 24 * 3600 });
-  if (retention !== undefined) {
-    p.maxMessageAgeMs = retention;
-    p.deadRetentionMs = retention;
-  }
-  const vis = optMs(s.visibilityMs, 'visibilityMs', { min: 1, max: 12 * 3600 * 1000 });
-  if (vis !== undefined) p.leaseMs = vis;
-  return p;
-}
-
 /** `cache`: settings a quayside.json may give a cache queue. */
 export interface CacheQueueSettings {
   visibilitySeconds?: number;

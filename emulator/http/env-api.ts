@@ -2,10 +2,10 @@ import type http from 'node:http';
 import { QuaysideError, invalid } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
 import * as validate from '../engine/validate';
-import { HTTP_STATUS, LIMITS, READ_OPS, contentTypeProblem, isBase64Text, isBinaryContentType, type OpName, type QueueInfo, type QueuePolicy } from '../protocol';
+import { HTTP_STATUS, LIMITS, READ_OPS, contentTypeProblem, isBase64Text, isBinaryContentType, type OpName, type QueueInfo } from '../protocol';
 import { authorize, bearer, resolveToken } from '../server/auth';
 import { json, type HttpRoute } from '../server/server';
-import { checkEnvironment, checkProject, envNamespace, envQueueView, ENV_MAX_RETENTION_S } from './env-naming';
+import { checkEnvironment, checkProject, envNamespace, envPolicy, envQueueView, ENV_SETTING_KEYS, wholeNumber } from './env-naming';
 
 // The `env` dialect's HTTP management and data API under /v1/queues (docs/openapi.yaml).
 // It speaks the product's names (slug, project, environment, leaseId, failed area) and maps them
@@ -150,33 +150,10 @@ async function queueById(c: Ctx, id: string): Promise<QueueInfo> {
 // engine refuses (not_found) if the name now belongs to a queue made since (deleted and made again).
 const ref = (q: QueueInfo) => ({ namespace: q.namespace, queue: q.name, queueId: q.id });
 
-function num(v: unknown, name: string, min: number, max: number): number | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v) || v < min || v > max) throw invalid(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
-  return v;
-}
 
-/** Product settings → engine policy fields. */
-function policyFrom(b: Record<string, unknown>): Partial<QueuePolicy> {
-  const p: Partial<QueuePolicy> = {};
-  const retries = num(b.maxRetries, 'maxRetries', 0, 100);
-  if (retries !== undefined) p.maxDeliveries = retries + 1;
-  if (b.maxDepth !== undefined) p.maxDepth = b.maxDepth === null ? null : num(b.maxDepth, 'maxDepth', 1, 1e9)!;
-  if (b.maxBytes !== undefined) p.maxBytes = b.maxBytes === null ? null : num(b.maxBytes, 'maxBytes', 1, 1e15)!;
-  const retention = num(b.retentionSeconds, 'retentionSeconds', 60, ENV_MAX_RETENTION_S);
-  if (retention !== undefined) {
-    p.maxMessageAgeMs = retention * 1000;
-    p.deadRetentionMs = retention * 1000;
-  }
-  const vis = num(b.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
-  if (vis !== undefined) p.leaseMs = vis;
-  return p;
-}
-
-const SETTINGS = ['maxRetries', 'maxDepth', 'maxBytes', 'retentionSeconds', 'visibilityMs'];
 
 /** Refuses a key outside `allowed`, naming it with its path (`at`, e.g. `retries[0].`): a misspelt delay would otherwise be ignored. */
-function onlyKnown(b: Record<string, unknown>, allowed: string[], at = ''): void {
+function onlyKnown(b: Record<string, unknown>, allowed: readonly string[], at = ''): void {
   for (const k of Object.keys(b)) if (!allowed.includes(k)) throw invalid(`unknown field "${at}${k}"; expected ${allowed.join(', ')}`);
 }
 
@@ -205,7 +182,7 @@ function sendInput(m: Record<string, unknown>, at = '') {
   if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid(`${at || 'message'} must be an object`);
   onlyKnown(m, ['body', 'contentType', 'delaySeconds', 'attributes', 'dedupId'], at);
   if (!('body' in m)) throw invalid(`${at}body is missing`);
-  const delay = num(m.delaySeconds, `${at}delaySeconds`, 0, 43200);
+  const delay = wholeNumber(m.delaySeconds, `${at}delaySeconds`, 0, 43200);
   checkContent(m.body, m.contentType, at);
   // Checked here, with the engine's own rule, so the error names this API's field, not dedupeKey.
   validate.optStr(m.dedupId, `${at}dedupId`, 512);
@@ -221,10 +198,10 @@ function sendInput(m: Record<string, unknown>, at = '') {
 // ---------------------------------------------------------------- routes
 
 async function createQueue(c: Ctx): Promise<[number, unknown]> {
-  onlyKnown(c.body, ['project', 'environment', 'slug', ...SETTINGS]);
+  onlyKnown(c.body, ['project', 'environment', 'slug', ...ENV_SETTING_KEYS]);
   validate.name(c.body.slug, 'slug'); // the engine's rule for a queue name, under this API's field name
   const namespace = envNamespace(c.body.project, c.body.environment);
-  const q = await c.engine.createQueue({ namespace, queue: c.body.slug as string, dialect: 'env', policy: policyFrom(c.body) }, c.actor);
+  const q = await c.engine.createQueue({ namespace, queue: c.body.slug as string, dialect: 'env', policy: envPolicy(c.body) }, c.actor);
   return [201, envQueueView(q)];
 }
 
@@ -248,9 +225,9 @@ async function getQueue(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> 
 }
 
 async function patchQueue(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
-  onlyKnown(c.body, SETTINGS);
+  onlyKnown(c.body, ENV_SETTING_KEYS);
   const q = await queueById(c, m[1]);
-  return [200, envQueueView(await c.engine.configureQueue({ ...ref(q), policy: policyFrom(c.body) }, c.actor))];
+  return [200, envQueueView(await c.engine.configureQueue({ ...ref(q), policy: envPolicy(c.body) }, c.actor))];
 }
 
 async function deleteQueue(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
@@ -312,8 +289,8 @@ async function peekMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknow
 async function receive(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['max', 'visibilityMs']);
   const q = await queueById(c, m[1]);
-  const max = num(c.body.max, 'max', 1, 100) ?? 10;
-  const leaseMs = num(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
+  const max = wholeNumber(c.body.max, 'max', 1, 100) ?? 10;
+  const leaseMs = wholeNumber(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
   const { messages } = await c.engine.pull({ ...ref(q), max, leaseMs }, c.actor);
   return [200, {
     messages: messages.map((x) => ({
@@ -334,7 +311,7 @@ async function ackRetry(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> 
     if (typeof r !== 'object' || r === null || Array.isArray(r)) throw invalid(`retries[${i}] must be an object { leaseId, delaySeconds? }`);
     onlyKnown(r, ['leaseId', 'delaySeconds'], `retries[${i}].`);
     if (typeof r.leaseId !== 'string') throw invalid(`retries[${i}].leaseId must be a string`);
-    const d = num(r.delaySeconds, `retries[${i}].delaySeconds`, 0, 43200);
+    const d = wholeNumber(r.delaySeconds, `retries[${i}].delaySeconds`, 0, 43200);
     return { receipt: r.leaseId, delayMs: d === undefined ? undefined : d * 1000 };
   });
   // One transition: a bad leaseId anywhere settles nothing, and a lease of another queue is stale.
@@ -346,7 +323,7 @@ async function extend(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['leaseId', 'visibilityMs']);
   const q = await queueById(c, m[1]);
   if (typeof c.body.leaseId !== 'string') throw invalid('leaseId must be a string');
-  const leaseMs = num(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
+  const leaseMs = wholeNumber(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
   if (leaseMs === undefined) throw invalid('visibilityMs is required');
   const r = await c.engine.extend({ ...ref(q), receipt: c.body.leaseId, leaseMs }, c.actor);
   if (!r.ok) throw new QuaysideError('conflict', 'the lease has ended, belongs to another queue or was never valid; nothing was extended');
@@ -356,7 +333,7 @@ async function extend(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
 async function retryFailed(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['max']);
   const q = await queueById(c, m[1]);
-  const max = num(c.body.max, 'max', 1, LIMITS.maxReplay) ?? 100;
+  const max = wholeNumber(c.body.max, 'max', 1, LIMITS.maxReplay) ?? 100;
   const r = await c.engine.replay({ ...ref(q), max }, c.actor);
   return [200, { retried: r.replayed }];
 }

@@ -1,5 +1,5 @@
 import { invalid } from '../errors';
-import { LIMITS, type QueueInfo } from '../protocol';
+import { LIMITS, type QueueInfo, type QueuePolicy } from '../protocol';
 
 // How the env product's names map onto the engine: a (project, environment) pair is one namespace.
 
@@ -12,6 +12,32 @@ export function envNamespace(project: unknown, environment: unknown): string {
     throw invalid(`project and environment must be at most ${LIMITS.maxNameChars - 1} characters together, got ${ns.length - 1}`);
   }
   return ns;
+}
+
+/** The queue settings of the console / management API (POST/PATCH /v1/queues, and quayside.json). */
+export const ENV_SETTING_KEYS = ['maxRetries', 'maxDepth', 'maxBytes', 'retentionSeconds', 'visibilityMs'] as const;
+
+export function wholeNumber(v: unknown, name: string, min: number, max: number): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v) || v < min || v > max) throw invalid(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** The product's settings → the engine's policy fields (null or absent: the preset's). */
+export function envPolicy(b: Record<string, unknown>): Partial<QueuePolicy> {
+  const p: Partial<QueuePolicy> = {};
+  const retries = wholeNumber(b.maxRetries, 'maxRetries', 0, 100);
+  if (retries !== undefined) p.maxDeliveries = retries + 1;
+  if (b.maxDepth !== undefined) p.maxDepth = b.maxDepth === null ? null : wholeNumber(b.maxDepth, 'maxDepth', 1, 1e9)!;
+  if (b.maxBytes !== undefined) p.maxBytes = b.maxBytes === null ? null : wholeNumber(b.maxBytes, 'maxBytes', 1, 1e15)!;
+  const retention = wholeNumber(b.retentionSeconds, 'retentionSeconds', 60, ENV_MAX_RETENTION_S);
+  if (retention !== undefined) {
+    p.maxMessageAgeMs = retention * 1000;
+    p.deadRetentionMs = retention * 1000;
+  }
+  const vis = wholeNumber(b.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
+  if (vis !== undefined) p.leaseMs = vis;
+  return p;
 }
 
 /** The longest project or environment name. */

@@ -95,6 +95,48 @@ describe('workspace config (quayside.json)', () => {
     await again.close();
   });
 
+  it('finds everything the engine would refuse before anything is applied, naming the file and the entry once', async () => {
+    const data = fs.mkdtempSync(path.join(dir, 'whole-'));
+    const first = await startEmulator({ dataDir: data, config: { cache: [{ namespace: 'app', name: 'kept' }] } });
+    await first.close();
+    const one = { project: 'p', environment: 'e', slug: 'one' };
+    const cases: [unknown, RegExp][] = [
+      [{ env: [one, { project: 'p', environment: 'e', slug: 'two', consumer: { appId: 'w', maxConcurrency: 999 } }] }, /^bad\.json: env\[1\]: consumer\.maxConcurrency must be an integer from 1 to 250, got 999$/],
+      [{ env: [one, { project: 'p', environment: 'e', slug: 'two', consumer: { appId: 'w', visibilityMs: '10' } }] }, /^bad\.json: env\[1\]: consumer\.visibilityMs must be an integer/],
+      [{ env: [one, { project: 'p', environment: 'e', slug: 'two', visibilityMs: 1.5 }] }, /^bad\.json: env\[1\]: visibilityMs must be a whole number from 1 to 43200000, got 1\.5$/],
+      [{ env: [one, { project: 'p', environment: 'e', slug: 'two', retentionSeconds: 60.5 }] }, /^bad\.json: env\[1\]: retentionSeconds must be a whole number/],
+      [{ cache: [{ namespace: 'app', name: 'ok' }, { namespace: 'app', name: 'tab\there' }] }, /^bad\.json: cache\[1\]: name must not contain control characters/],
+      [{ cache: [{ namespace: 'a'.repeat(201), name: 'q' }] }, /^bad\.json: cache\[0\]: namespace /],
+      [{ env: [{ project: 'p\u0001', environment: 'e', slug: 's' }] }, /^bad\.json: env\[0\]: project\/environment must not contain control characters/],
+      [{ cache: [{ namespace: 'app', name: 'ok' }, { namespace: 'app', name: 'ok' }] }, /^bad\.json: cache\[1\]: queue "ok" in namespace "app" is declared twice$/],
+      ['{ nope', /^bad\.json: not JSON: /],
+      [{ queues: [] }, /^bad\.json: unknown top-level option "queues"/],
+    ];
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      for (const [bad, says] of cases) {
+        write('bad.json', bad);
+        const e = await rejects(startEmulator({ dataDir: data, config: 'bad.json' }));
+        assert.equal(e.code, 'invalid_argument', e.message);
+        assert.match(e.message, says);
+      }
+    } finally {
+      process.chdir(cwd);
+    }
+    // Nothing of any of them was applied: the directory holds the one queue it had.
+    const after = await startEmulator({ dataDir: data });
+    try {
+      assert.deepEqual((await after.engine.listQueues({})).queues.map((q) => q.name), ['kept']);
+    } finally {
+      await after.close();
+    }
+    // A conflict, found only against the queues there, names the entry too.
+    const e = await rejects(startEmulator({ dataDir: data, config: { env: [one], sync: [{ tenantId: 'app', id: 'kept' }] } }));
+    assert.equal(e.code, 'conflict');
+    assert.match(e.message, /^sync\[0\]: queue "kept" in namespace "app" is a cache queue; the config declares it as sync$/);
+  });
+
   it('refuses a bad file with a clear error and changes nothing', async () => {
     assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('c.json', '{ nope')))).message, /not JSON/);
     assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('d.json', { sync: [{ id: 'x', delivery: { maxDeliveries: 'three' } }], cache: [{ namespace: 'n', name: 'ok' }] })))).message, /sync\[0\]/);

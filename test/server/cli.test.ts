@@ -138,6 +138,30 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     }
   });
 
+  it('start: a value given to a flag that takes none, or an empty value, is a usage error (64) that starts nothing; a bad config file is code config, named once', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-cli-flags-'));
+    try {
+      for (const argv of [['--memory=true'], ['--memory=false'], ['--json=1'], ['--free-tier=yes'], ['--help=no'], ['--data', ''], ['--config', ''], ['--host', ''], ['--data=']]) {
+        const e = await fails(run(tsx, [cli, 'start', '--port', '0', ...argv], { cwd: dir }));
+        assert.equal(e?.code, 64, argv.join(' '));
+        assert.match(e!.stderr, /--(memory|json|free-tier|help) takes no value|--(data|config|host) needs a value/, argv.join(' '));
+      }
+      assert.deepEqual(fs.readdirSync(dir), [], 'nothing was started or written');
+      fs.writeFileSync(path.join(dir, 'q.json'), JSON.stringify({ env: [{ project: 'p', environment: 'e', slug: 's', consumer: { appId: 'w', maxConcurrency: 999 } }] }));
+      fs.writeFileSync(path.join(dir, 'broken.json'), '{ nope');
+      for (const [file, says] of [['q.json', /^q\.json: env\[0\]: consumer\.maxConcurrency must be an integer from 1 to 250, got 999$/], ['broken.json', /^broken\.json: not JSON: /]] as const) {
+        const e = await fails(run(tsx, [cli, 'start', '--port', '0', '--config', file, '--json'], { cwd: dir }));
+        assert.equal(e?.code, 1);
+        const line = JSON.parse(e!.stdout.trim().split('\n').pop()!);
+        assert.equal(line.code, 'config');
+        assert.match(line.message, says);
+      }
+      assert.deepEqual(fs.readdirSync(dir).sort(), ['broken.json', 'q.json'], 'no data directory was made');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a flag value out of range is a usage error (exit 64) whether the CLI or the emulator finds it, and does nothing', async () => {
     await emu.engine.push({ namespace: 'cli', queue: 'ranges', body: 1, create: 'cache' });
     const cases: [string[], RegExp][] = [
