@@ -125,8 +125,14 @@ function checkFlags(cmd: string, args: Args): void {
 
 function flag(args: Args, name: string, alias?: string): string | undefined {
   const v = args.flags[name] ?? (alias ? args.flags[alias] : undefined);
-  // An empty value (--data "", an unset variable in a script) is no value: never "the current directory" or "none".
-  if (v === true || v === '') throw new UsageError(`--${name} needs a value`);
+  if (v === true) throw new UsageError(`--${name} needs a value`);
+  return v;
+}
+
+/** A path or host: empty (--data "", an unset variable in a script) is no value, never "the current directory" or "none". */
+function nonEmptyFlag(args: Args, name: string): string | undefined {
+  const v = flag(args, name);
+  if (v === '') throw new UsageError(`--${name} needs a value`);
   return v;
 }
 
@@ -225,12 +231,12 @@ async function start(args: Args): Promise<void> {
     if (args._.length > 1) throw new UsageError(`start takes no arguments, got "${args._.slice(1).join(' ')}"`);
     port = intFlag(args, 'port') ?? (process.env.QUAYSIDE_PORT ? Number(process.env.QUAYSIDE_PORT) : DEFAULT_PORT);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`the port must be a whole number from 0 to 65535, got "${flag(args, 'port') ?? process.env.QUAYSIDE_PORT}"`);
-    host = flag(args, 'host') ?? '127.0.0.1';
+    host = nonEmptyFlag(args, 'host') ?? '127.0.0.1';
     memory = args.flags.memory === true;
     if (memory && args.flags.data !== undefined) throw new UsageError('--memory and --data exclude each other');
-    dataDir = memory ? undefined : path.resolve(flag(args, 'data') ?? '.quayside');
+    dataDir = memory ? undefined : path.resolve(nonEmptyFlag(args, 'data') ?? '.quayside');
     token = flag(args, 'token') ?? (process.env.QUAYSIDE_TOKEN || undefined); // set but empty is unset
-    configFlag = flag(args, 'config');
+    configFlag = nonEmptyFlag(args, 'config');
   } catch (e) {
     if (e instanceof UsageError) return fail('usage', e.message);
     throw e;
