@@ -1001,7 +1001,8 @@ export class Engine {
       const now = this.clock.now();
       const done = this.store.replay(q.id, ids, max, now, policy.maxMessageAgeMs === null ? null : now + policy.maxMessageAgeMs);
       this.audit(actor, q, 'replay', done.length, ids ? `ids: ${done.map(messageId).join(', ').slice(0, 2000)}` : `oldest ${max}`);
-      this.note(q, 'replayed', done.map(messageId));
+      // Audited even when it matched nothing; an event only when a message changed state.
+      if (done.length > 0) this.note(q, 'replayed', done.map(messageId));
       return { replayed: done.length };
     });
   }
@@ -1012,7 +1013,7 @@ export class Engine {
       const ids = this.idsArg(args.ids);
       const gone = this.store.purgeDead(q.id, ids);
       this.audit(actor, q, 'purge_dead', gone.length, ids ? `ids: ${gone.map(messageId).join(', ').slice(0, 2000)}` : 'all');
-      this.note(q, 'purged', gone.map(messageId));
+      if (gone.length > 0) this.note(q, 'purged', gone.map(messageId));
       return { purged: gone.length };
     });
   }
@@ -1025,7 +1026,7 @@ export class Engine {
       const n = this.store.purgeLive(q.id);
       this.delayedAt.delete(q.id);
       this.audit(actor, q, 'purge', n, 'live messages');
-      this.note(q, 'purged', []);
+      if (n > 0) this.note(q, 'purged', []);
       return { purged: n };
     });
   }

@@ -90,6 +90,8 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     const ac = new AbortController();
     const held = { abort: ac, namespace: String(a.namespace) };
     s.held.set(id, held);
+    // A cancel under this id now means this pull: an earlier one answered under it is in its client's hands.
+    s.answeredPulls.delete(id);
     try {
       const r = await e.pull(a as never, s.actor!, ac.signal);
       if (r.messages.length > 0) {

@@ -173,6 +173,21 @@ describe('server: the WebSocket protocol', () => {
     assert.deepEqual(await state(), [['ready', 0]]);
     s.send({ id: 7, op: 'cancel', args: { request: 5 } });
     assert.deepEqual((await s.reply(7)) as unknown, { id: 7, ok: true, result: { ok: false } }, 'once only');
+    // An id used again by a later held pull names that pull: cancelling it twice never reaches back
+    // to the earlier answer under the same id, whose message its client is working on.
+    s.send({ id: 'w', op: 'pull', args: { ...ref, waitMs: 5000 } });
+    const working = (await s.reply('w')) as { result: { messages: { receipt: string }[] } };
+    assert.equal(working.result.messages.length, 1);
+    s.send({ id: 'w', op: 'pull', args: { ...ref, waitMs: 30_000 } }); // held: the queue is empty
+    await c.request('clock.now', {});
+    s.send({ id: 8, op: 'cancel', args: { request: 'w' } });
+    assert.deepEqual((await s.reply(8)) as unknown, { id: 8, ok: true, result: { ok: true } });
+    s.send({ id: 9, op: 'cancel', args: { request: 'w' } });
+    assert.deepEqual((await s.reply(9)) as unknown, { id: 9, ok: true, result: { ok: false } }, 'the earlier answer is not given back');
+    assert.deepEqual(await state(), [['leased', 1]]);
+    s.send({ id: 10, op: 'ack', args: { receipt: working.result.messages[0].receipt } });
+    assert.deepEqual(((await s.reply(10)) as { result: unknown }).result, { ok: true });
+    await c.request('push', { ...ref, body: 'first again' });
     s.close();
     // A client's abort right after the push that wakes its pull: whichever way the race goes, the
     // message is either handed to it or back in the queue, never leased to nobody.
@@ -246,6 +261,18 @@ describe('server: the WebSocket protocol', () => {
     assert.ok(events.every((e) => e.subscription === subscription && e.namespace === 'p'));
     assert.deepEqual(events[3].ids, [m.id]);
     assert.equal(events[3].counts?.dead, 1);
+    // A replay or purge that matches nothing changes no message: no event (the audit log has it).
+    await other.request('dead.replay', { ...ref, ids: ['m_999999'] });
+    await other.request('dead.purge', { ...ref, ids: ['m_999999'] });
+    await other.request('purge', { ...ref, confirm: ref.queue });
+    await other.request('dead.replay', ref);
+    await other.request('dead.replay', ref);
+    await other.request('dead.purge', ref);
+    await emu.clock.advance(0);
+    assert.deepEqual(events.slice(4).map((e) => [e.kind, e.ids]), [['replayed', [m.id]]]);
+    await other.request('purge', { ...ref, confirm: ref.queue });
+    await emu.clock.advance(0);
+    assert.deepEqual(events.slice(5).map((e) => [e.kind, e.ids]), [['purged', []]]);
     await other.close();
   });
 
