@@ -24,6 +24,8 @@ export class Session {
    */
   answeredPulls = new Map<number | string, string[]>();
   inFlight = 0;
+  /** The session is ending (its connection closed, or the emulator stopping): see endSession. */
+  ending = false;
   private seq = 0;
   constructor(readonly emit: (e: ServerEvent) => void, readonly clientName = 'client') {}
   nextSubscription(): string {
@@ -94,6 +96,9 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     s.answeredPulls.delete(id);
     try {
       const r = await e.pull(a as never, s.actor!, ac.signal);
+      // Ended early by a stop, not by its wait running out: "nothing came" would be a lie the
+      // client cannot tell from a timeout, so it hears what a lost connection says.
+      if (s.ending && r.messages.length === 0) throw new QuaysideError('unavailable', 'the emulator is stopping; the wait ended before its time');
       if (r.messages.length > 0) {
         s.answeredPulls.set(id, r.messages.map((m) => m.receipt));
         if (s.answeredPulls.size > ANSWERED_PULLS_KEPT) s.answeredPulls.delete(s.answeredPulls.keys().next().value!);
@@ -290,6 +295,7 @@ function hello(engine: Engine, s: Session, a: Record<string, unknown>) {
 
 /** Releases what a session held when its connection ends. */
 export function endSession(engine: Engine, s: Session): void {
+  s.ending = true;
   for (const h of s.held.values()) h.abort.abort();
   s.held.clear();
   // The connection is gone, and what it had in hand with it: its slots are free at once.

@@ -152,6 +152,30 @@ describe('clients: the emulator restarts under them', function () {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a wait the emulator ends by stopping fails unavailable, as a lost connection does; it never passes for "nothing came"', async () => {
+    const emu = await startTestEmulator();
+    const q = remote.queue({ url: emu.url, token: emu.token, id: fresh('jobs') });
+    const cache = createCache({ url: emu.url, token: emu.token, namespace: fresh('ns') });
+    try {
+      await q.stats(); // the queue exists, so the recv below is held
+      await cache.queue('q').push(0);
+      await cache.queue('q').pull(); // and this one too
+      const recv = q.recv({ timeoutMs: 15_000 }).then(() => null, (e: QuaysideError) => e);
+      const pull = cache.queue('q').pull({ waitMs: 15_000 }).then(() => null, (e: QuaysideError) => e);
+      // A request sent after each on the same connection is answered once the pull before it was started (held).
+      await q.stats();
+      await cache.queue('q').stats();
+      await emu.close();
+      for (const e of [await recv, await pull]) {
+        assert.ok(e instanceof QuaysideError, 'it failed');
+        assert.equal(e.code, 'unavailable');
+      }
+    } finally {
+      await q.close();
+      await cache.close();
+    }
+  });
 });
 
 describe('clients: bodies JSON cannot carry', function () {
