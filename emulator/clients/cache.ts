@@ -3,7 +3,7 @@ import type { Delivery, LagStep, MessageView } from '../protocol';
 import { emptyLagHistory } from '../protocol';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, callOnError, invalidArg, isAbort, isCode, jsonValue, onlyKeys, options, optCount, optFunction, optMs, optObject, optSeconds, optSignal, optString, pause, readOnlyRefusal, throwIfAborted, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, callOnError, invalidArg, isAbort, isCode, jsonValue, onlyKeys, options, optCount, optFunction, optMs, optObject, optSeconds, optSignal, optString, optTransport, pause, readOnlyRefusal, throwIfAborted, thrownText } from './common';
 
 // The `cache` dialect (seeds/000): cache.queue(name) → push / pull / ack / nack / consume /
 // deadLetters / replay / purgeDead. A queue exists as soon as you push to it.
@@ -146,7 +146,8 @@ export function createCache(opts: CacheOptions): Cache {
   onlyKeys(opts as unknown as Record<string, unknown>, ['url', 'token', 'namespace', 'transport'] satisfies (keyof CacheOptions)[], 'createCache', EMULATOR_HANDLE_KEYS);
   const namespace = optString(opts.namespace, 'namespace');
   if (namespace === undefined) throw invalidArg('createCache needs a namespace');
-  let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
+  const given = optTransport(opts.transport);
+  let transport: Transport = given ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
   const queues = new Map<string, CacheQueue>();
   /** How many times close() was called: a consume() loop ends when it changes. */
   let closes = 0;
@@ -182,7 +183,7 @@ export function createCache(opts: CacheOptions): Cache {
     async close() {
       closes++;
       const old = transport;
-      if (!opts.transport) transport = new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
+      if (!given) transport = new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
       // A consume() loop settling its batch in hand keeps the old connection until it is done, then
       // closes it: close() does not wait for a handler, and no connection is left open behind it.
       if (inUse.has(old)) retired.add(old);

@@ -1,6 +1,7 @@
 import { QuaysideError } from '../errors';
 import { abortError } from './abort';
 import { LIMITS } from '../protocol';
+import type { Transport } from './transport';
 
 // Small helpers shared by the product faces (cache, env, sync): argument checks that run before
 // anything is sent (JSON cannot carry NaN or Infinity, so they must be caught here), and waits
@@ -125,6 +126,14 @@ export function asJsonTop(v: unknown): unknown {
   } catch {
     return v; // a toJSON (or a getter, a Proxy) that throws: the encoding names it
   }
+}
+
+/** A Transport given as an option (tests, embedding), or undefined; anything else is refused by name (it would fail at the first call as a TypeError). */
+export function optTransport(v: unknown): Transport | undefined {
+  if (v === undefined || v === null) return undefined;
+  const t = v as Partial<Transport>;
+  if (typeof v === 'object' && typeof t.request === 'function' && typeof t.onEvent === 'function' && typeof t.onReconnect === 'function' && typeof t.close === 'function') return v as Transport;
+  throw invalidArg(`transport must be a Transport (an object with request, onEvent, onReconnect and close), got ${show(v)}`, { field: 'transport' });
 }
 
 /** An AbortSignal, or undefined; anything else is refused by name (it would fail later as a TypeError). */

@@ -4,7 +4,7 @@ import { contentTypeProblem, type ConsumerDroppedEvent, type Delivery, type Deli
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, options, optFunction, optKey, optMs, optObject, optSeconds, optSignal, optString, pause, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, options, optFunction, optKey, optMs, optObject, optSeconds, optSignal, optString, optTransport, pause, thrownText } from './common';
 
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
@@ -152,14 +152,15 @@ export function createEnv(opts: EnvOptions): Env {
   if (!opts || typeof opts !== 'object') throw invalidArg('createEnv needs { project, environment }');
   onlyKeys(opts as unknown as Record<string, unknown>, ENV_KEYS, 'createEnv', EMULATOR_HANDLE_KEYS);
   const namespace = envNamespace(opts.project, opts.environment);
-  let transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-env' });
+  const given = optTransport(opts.transport);
+  let transport: Transport = given ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-env' });
   return {
     project: opts.project,
     environment: opts.environment,
     queue: envQueueOver(() => transport, namespace),
     async close() {
       await transport.close();
-      if (!opts.transport) transport = new Connection({ url: opts.url, token: opts.token, client: 'quayside-env' });
+      if (!given) transport = new Connection({ url: opts.url, token: opts.token, client: 'quayside-env' });
     },
   };
 }
@@ -280,8 +281,9 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   const signal = optSignal(opts.signal);
   const givenOnError = optFunction<NonNullable<RunConsumerOptions['onError']>>(opts.onError, 'onError');
 
-  const owned = !opts.transport;
-  const transport: Transport = opts.transport ?? new Connection({ url: opts.url, token: opts.token, client: `quayside-env-consumer:${appId}` });
+  const givenTransport = optTransport(opts.transport);
+  const owned = !givenTransport;
+  const transport: Transport = givenTransport ?? new Connection({ url: opts.url, token: opts.token, client: `quayside-env-consumer:${appId}` });
   // Only env queues: one of another dialect under this slug is not_found, as over the HTTP API.
   const ref = { namespace, queue: slug, dialect: 'env' as const };
   const env: ConsumerEnv = { ...(opts.env ?? {}), queue: envQueueOver(() => transport, namespace) };

@@ -107,6 +107,10 @@ export interface DlqEntry<T = unknown> {
   /** `max_deliveries_exceeded`, `expired`, or the last nack's own reason. */
   reason: string;
   lastError?: string;
+  /** As sent (stored, not enforced); only when it was given. */
+  orderingKey?: string;
+  /** As sent; only when it was given. */
+  meta?: Record<string, unknown>;
 }
 
 /** `T`: the queue's data type (see SyncQueueOptions); a call may name another (`recv<Other>()`). */
@@ -557,6 +561,9 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
         for (const m of page.messages) {
           const e: DlqEntry<T> = { messageId: m.id, data: m.body as T, attempts: m.attempts, movedAt: m.deadAt ?? 0, reason: m.deadReason ?? 'max_deliveries_exceeded' };
           if (m.lastError) e.lastError = m.lastError;
+          // What a received message carries, as the product's dead letters keep it.
+          if (m.orderingKey !== null && m.orderingKey !== undefined) e.orderingKey = m.orderingKey;
+          if (m.meta !== null && m.meta !== undefined) e.meta = m.meta as Record<string, unknown>;
           out.push(e);
         }
         if (!page.next) break;

@@ -332,6 +332,13 @@ describe('conformance: cache (seeds/000)', function () {
       assert.throws(() => createCache({ namespace: 'n', token: '' }), { code: 'invalid_argument', message: /^token must not be empty; leave it out to use QUAYSIDE_TOKEN/ });
       assert.throws(() => createEnv({ project: 'p', environment: 'e', url: '' }), { code: 'invalid_argument', message: /^url must not be empty/ });
       assert.throws(() => syncQueue({ id: 'q', token: '' }), { code: 'invalid_argument', message: /^token must not be empty/ });
+      // A transport that is not one is refused when the client is made, not as a TypeError at its first call.
+      for (const transport of [{}, 5, { request: () => null }]) {
+        const says = { code: 'invalid_argument', message: /^transport must be a Transport \(an object with request, onEvent, onReconnect and close\)/ };
+        assert.throws(() => createCache({ namespace: 'n', transport } as never), says);
+        assert.throws(() => createEnv({ project: 'p', environment: 'e', transport } as never), says);
+        assert.throws(() => syncQueue({ id: 'q', transport } as never), says);
+      }
     });
 
     it('you ack(receipt) to finish one', async () => {

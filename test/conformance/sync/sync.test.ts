@@ -139,6 +139,16 @@ for (const variant of variants) {
       assert.equal(d.movedAt, h.now());
     });
 
+    it('a dead letter keeps the orderingKey and meta it was sent with (and has neither when none were given)', async () => {
+      const small = h.queue({ id: fresh('q'), delivery: { maxDeliveries: 1 } });
+      await small.send({ data: 'with', orderingKey: 'user-7', meta: { trace: 'abc' } });
+      await small.send({ data: 'without' });
+      for (let i = 0; i < 2; i++) await (await small.recv({ wait: false }))!.nack();
+      const dlq = await small.dlq();
+      assert.deepEqual(dlq.map((d) => [d.data, d.orderingKey, d.meta]), [['with', 'user-7', { trace: 'abc' }], ['without', undefined, undefined]]);
+      assert.equal('meta' in dlq[1] || 'orderingKey' in dlq[1], false);
+    });
+
     it('touch({ leaseMs }) extends the visibility timeout for long-running handlers', async () => {
       await q.send({ data: 'long' });
       const m = (await q.recv({ wait: false, leaseMs: 10_000 }))!;
