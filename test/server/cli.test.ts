@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +19,18 @@ const HOUR = 3600_000;
 
 type Failure = { code: number; stdout: string; stderr: string };
 const fails = (p: Promise<unknown>) => p.then(() => null, (e: Failure) => e);
+
+/** The first line a started `quayside start` child prints (its listening line), or its exit as an error. */
+function firstLine(child: ChildProcessWithoutNullStreams): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let buf = '';
+    child.stdout.on('data', (d: Buffer) => {
+      buf += d;
+      if (buf.includes('\n')) resolve(buf.split('\n')[0]);
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${buf}`)));
+  });
+}
 
 describe('quayside CLI: push --attributes, stats and show', function () {
   this.timeout(30_000);
@@ -266,14 +278,7 @@ describe('quayside start: its options', function () {
   it('an empty QUAYSIDE_TOKEN counts as unset: the emulator starts with a token of its own', async () => {
     const child = spawn(tsx, [cli, 'start', '--memory', '--port', '0', '--host', '127.0.0.1', '--json'], { env: { ...process.env, QUAYSIDE_TOKEN: '' } });
     try {
-      const line = await new Promise<string>((resolve, reject) => {
-        let buf = '';
-        child.stdout.on('data', (d: Buffer) => {
-          buf += d;
-          if (buf.includes('\n')) resolve(buf.split('\n')[0]);
-        });
-        child.on('exit', (code) => reject(new Error(`exited ${code}: ${buf}`)));
-      });
+      const line = await firstLine(child);
       const ev = JSON.parse(line) as { event: string; url: string; token: string };
       assert.equal(ev.event, 'listening');
       assert.match(ev.token, /^qs_rw_/);
@@ -301,14 +306,7 @@ describe('quayside start: its options', function () {
         try {
           let err = '';
           child.stderr.on('data', (d: Buffer) => (err += d));
-          const line = await new Promise<string>((resolve, reject) => {
-            let buf = '';
-            child.stdout.on('data', (d: Buffer) => {
-              buf += d;
-              if (buf.includes('\n')) resolve(buf.split('\n')[0]);
-            });
-            child.on('exit', (code) => reject(new Error(`exited ${code}: ${buf}`)));
-          });
+          const line = await firstLine(child);
           const ev = JSON.parse(line) as { event: string; token: string };
           assert.equal(ev.event, 'listening');
           assert.equal(ev.token, 'dev', 'the data directory\'s own token');
