@@ -33,6 +33,9 @@ export class Connection implements Transport {
   private activeUrl: string | null = null;
   private readonly clientName: string;
   private readonly connectTimeoutMs: number;
+  private readonly heartbeatMs: number;
+  /** Why the socket was cut by this side (see watch), for the error its requests get. */
+  private cutReason: string | null = null;
   private ws: WebSocket | null = null;
   private state: State = 'idle';
   private opening: Promise<void> | null = null;
@@ -73,6 +76,9 @@ export class Connection implements Transport {
     this.tokenOpt = opts.token ?? undefined;
     this.clientName = opts.client ?? 'quayside-client';
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
+    const hb = opts.heartbeatMs ?? 15_000;
+    if (typeof hb !== 'number' || !Number.isFinite(hb) || hb < 10) throw new QuaysideError('invalid_argument', `heartbeatMs must be a number of ms, at least 10, got ${String(hb)}`);
+    this.heartbeatMs = hb;
   }
 
   /** The emulator's address: the one in use while connected, otherwise the one the next dial will use. */
@@ -138,6 +144,7 @@ export class Connection implements Transport {
         ws.on('message', (data) => this.onMessage(data.toString()));
         ws.on('close', () => this.onClose(ws));
         ws.on('error', () => {});
+        this.watch(ws);
         const helloArgs: OpArgs<'hello'> = { version: PROTOCOL_VERSION, client: this.clientName };
         if (token) helloArgs.token = token;
         this.send('hello', helloArgs)
@@ -157,11 +164,41 @@ export class Connection implements Transport {
     });
   }
 
+  /**
+   * While requests wait on `ws`, a ping every heartbeatMs; a socket whose last ping got no pong by
+   * the next is cut, so its requests fail instead of waiting for ever on an emulator that is frozen
+   * (SIGSTOP, a suspended machine) or a connection that died without a close. An idle socket is
+   * not pinged: nothing waits on it, and the next request finds out for itself.
+   */
+  private watch(ws: WebSocket): void {
+    let answered = true;
+    ws.on('pong', () => (answered = true));
+    const timer = setInterval(() => {
+      if (this.ws !== ws) return clearInterval(timer);
+      if (this.pending.size === 0) {
+        answered = true;
+        return;
+      }
+      if (!answered) {
+        clearInterval(timer);
+        this.cutReason = `the emulator at ${this.activeUrl ?? this.url} did not answer a ping within ${this.heartbeatMs} ms`;
+        ws.terminate();
+        return;
+      }
+      if (ws.readyState !== WebSocket.OPEN) return;
+      answered = false;
+      ws.ping();
+    }, this.heartbeatMs);
+    timer.unref();
+    ws.once('close', () => clearInterval(timer));
+  }
+
   private onClose(ws: WebSocket): void {
     if (this.ws !== ws) return;
     this.ws = null;
     this.resetSlots();
-    const err = new QuaysideError('unavailable', `lost the connection to the emulator at ${this.activeUrl ?? this.url}`);
+    const err = new QuaysideError('unavailable', this.cutReason ?? `lost the connection to the emulator at ${this.activeUrl ?? this.url}`);
+    this.cutReason = null;
     for (const [, p] of this.pending) {
       p.cleanup();
       p.reject(err);

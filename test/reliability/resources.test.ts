@@ -4,6 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { startEmulator } from '../../emulator/emulator';
+import { Connection } from '../../emulator/clients/connection';
+import { QuaysideError } from '../../emulator/errors';
 import { Store, StoreOpenError } from '../../emulator/store/store';
 import { RawClient, dirDigest, ensureBuilt, isFailure, kill9, rssKb, startChild, startOk, tempDir } from './support';
 
@@ -313,6 +315,27 @@ describe('reliability: resources and faults', function () {
       console.log(`      full disk: ${answered} pushes answered, then "${refused.code}: ${refused.message.slice(0, 80)}"; all ${answered} kept`);
     } finally {
       umount(dir2);
+    }
+  });
+
+  it('an emulator that stops answering (SIGSTOP) fails the requests waiting on it, unavailable, by the heartbeat; once it runs again the next request goes through', async () => {
+    const c = await startOk({ memory: true });
+    const conn = new Connection({ url: c.url, token: c.token, heartbeatMs: 100 });
+    try {
+      await conn.request('push', { namespace: 'hb', queue: 'q', body: 1, create: 'cache' });
+      c.proc.kill('SIGSTOP');
+      const started = Date.now();
+      const e = await conn.request('queue.list', {}).then(() => null, (err: QuaysideError) => err);
+      assert.ok(e instanceof QuaysideError, 'the request failed');
+      assert.equal(e.code, 'unavailable');
+      assert.match(e.message, /did not answer a ping within 100 ms/);
+      assert.ok(Date.now() - started < 5000, `it took ${Date.now() - started} ms`);
+      c.proc.kill('SIGCONT');
+      assert.deepEqual((await conn.request('queue.list', {})).queues.map((q) => q.name), ['q']);
+    } finally {
+      c.proc.kill('SIGCONT');
+      await conn.close();
+      await kill9(c);
     }
   });
 });
