@@ -201,8 +201,11 @@ export function errorText(e: unknown): string | undefined {
     if (e === undefined || e === null) return undefined;
     if (e instanceof Error) return e.message || e.name;
     if (typeof e === 'string') return e;
+    if (typeof e === 'function') return `a function${e.name ? ` (${e.name})` : ''}`;
+    // An object that says what it is (its own toString) is taken at its word; others as JSON.
+    if (typeof e === 'object' && !Array.isArray(e) && typeof (e as { toString?: unknown }).toString === 'function' && (e as { toString: unknown }).toString !== Object.prototype.toString) return String(e);
     try {
-      return JSON.stringify(e);
+      return JSON.stringify(e) ?? String(e);
     } catch {
       return String(e);
     }

@@ -139,6 +139,23 @@ for (const variant of variants) {
       assert.equal(d.movedAt, h.now());
     });
 
+    it('lastError is the text of whatever nack({ error }) was given: an object\'s own toString, a symbol, a function, else JSON', async () => {
+      const cases: [unknown, string][] = [
+        [{ toString: () => 'custom text' }, 'custom text'],
+        [Symbol('sym'), 'Symbol(sym)'],
+        [function handler() {}, 'a function (handler)'],
+        [{ code: 7 }, '{"code":7}'],
+        [['a', 1], '["a",1]'],
+        [10n, '10'],
+      ];
+      const small = h.queue({ id: fresh('q'), delivery: { maxDeliveries: 1 } });
+      for (const [error] of cases) {
+        await small.send({ data: 1 });
+        await (await small.recv({ wait: false }))!.nack({ error });
+      }
+      assert.deepEqual((await small.dlq()).map((d) => d.lastError), cases.map(([, text]) => text));
+    });
+
     it('a dead letter keeps the orderingKey and meta it was sent with (and has neither when none were given)', async () => {
       const small = h.queue({ id: fresh('q'), delivery: { maxDeliveries: 1 } });
       await small.send({ data: 'with', orderingKey: 'user-7', meta: { trace: 'abc' } });
