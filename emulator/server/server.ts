@@ -15,6 +15,7 @@ export interface ServerOptions {
   host: string;
   port: number;
   routes?: HttpRoute[];
+  /** Called with each line the emulator logs: listening, connections, refusals, failures, stopping. */
   log?: (line: string) => void;
 }
 
@@ -99,13 +100,15 @@ export class QuaysideServer {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.maxFrameBytes * 2, perMessageDeflate: false });
     this.http.on('upgrade', (req, socket, head) => {
       this.arrivals++;
-      const refuse = (status: number, text: string) => {
+      const refuse = (status: number, text: string, why: string) => {
+        this.log(`refused a WebSocket connection (${status}): ${why}`);
         socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       };
       // Sec-WebSocket-Origin is where the older handshake (version 8, which ws still accepts) puts it.
-      if (!originAllowed(req.headers.origin) || !originAllowed(req.headers['sec-websocket-origin'])) return refuse(403, 'Forbidden');
-      if (!hostAllowed(req.headers.host, this.host)) return refuse(403, 'Forbidden');
-      if (this.sessions.size >= LIMITS.maxConnections) return refuse(503, 'Service Unavailable');
+      const origin = req.headers.origin ?? req.headers['sec-websocket-origin'];
+      if (!originAllowed(req.headers.origin) || !originAllowed(req.headers['sec-websocket-origin'])) return refuse(403, 'Forbidden', `Origin ${JSON.stringify(String(origin).slice(0, 100))} is a web page, which may not reach the emulator`);
+      if (!hostAllowed(req.headers.host, this.host)) return refuse(403, 'Forbidden', `Host ${JSON.stringify(String(req.headers.host).slice(0, 100))} is not this emulator's address`);
+      if (this.sessions.size >= LIMITS.maxConnections) return refuse(503, 'Service Unavailable', `${LIMITS.maxConnections} connections are open, the most it takes`);
       this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws));
     });
     const offChange = this.engine.onChange((e) => this.broadcast(e));
@@ -131,9 +134,18 @@ export class QuaysideServer {
       this.http.listen(this.port, this.host, () => {
         this.http.off('error', onError);
         this.port = (this.http.address() as AddressInfo).port;
+        this.log(`listening on ${this.host}:${this.port} (WebSocket and HTTP)`);
         resolve({ host: this.host, port: this.port });
       });
     });
+  }
+
+  private log(line: string): void {
+    try {
+      this.opts.log?.(line);
+    } catch {
+      // A logger that throws must not break the request that logged.
+    }
   }
 
   get address(): { host: string; port: number } {
@@ -146,11 +158,13 @@ export class QuaysideServer {
     this.sessions.set(ws, session);
     this.flows.set(ws, flow);
     ws.on('message', (data, isBinary) => this.onFrame(ws, session, flow, data, isBinary));
+    this.log(`connection opened (${this.sessions.size} open)`);
     ws.on('close', () => {
       this.sessions.delete(ws);
       this.flows.delete(ws);
       flow.waiting.length = 0;
       endSession(this.engine, session);
+      this.log(`connection closed${session.actor ? ` (token "${session.actor.name}")` : ''} (${this.sessions.size} open)`);
     });
     ws.on('error', () => ws.terminate());
   }
@@ -291,6 +305,7 @@ export class QuaysideServer {
       for (const route of this.opts.routes ?? []) if (await route(req, res, this.engine)) return;
       json(res, 404, { error: { code: 'not_found', message: `no route for ${req.method} ${url.pathname}` } });
     } catch (e) {
+      this.log(`HTTP ${req.method} ${req.url} failed: ${(e as Error).message}`);
       if (!res.headersSent) json(res, 500, { error: { code: 'internal', message: (e as Error).message } });
       else res.end();
     }
@@ -298,6 +313,7 @@ export class QuaysideServer {
 
   async close(): Promise<void> {
     this.closing = true;
+    this.log(`stopping (${this.sessions.size} connections open)`);
     this.offChange();
     const deadline = Date.now() + CLOSE_WAIT_MS;
     // Requests already running finish and are answered first (held pulls end at once, empty);
@@ -326,6 +342,7 @@ export class QuaysideServer {
     this.wss.close();
     this.http.closeAllConnections?.();
     await new Promise<void>((r) => this.http.close(() => r()));
+    this.log('stopped');
   }
 }
 

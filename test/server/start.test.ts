@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { WebSocket } from 'ws';
 import { startEmulator, type EmulatorOptions } from '../../emulator/emulator';
 import { createCache } from '../../emulator/clients/cache';
 import { nativeHelp } from '../../emulator/cli';
@@ -231,6 +232,40 @@ describe('startEmulator: token ids in the audit log', () => {
       const bare = `tok_${crypto.createHash('sha256').update('dev').digest('hex').slice(0, 12)}`;
       assert.notEqual(ids[0], bare, 'anyone could check a guess against a bare hash');
     }));
+});
+
+describe('startEmulator: log', () => {
+  it('gets a line when it listens, for each connection, for a refused one, and when it stops; a logger that throws breaks nothing', async () => {
+    const lines: string[] = [];
+    const emu = await startEmulator({ memory: true, log: (l) => lines.push(l) });
+    const cache = createCache({ url: emu.url, token: emu.token, namespace: 'logged' });
+    await cache.queue('q').push(1);
+    const refused = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(emu.url, { headers: { origin: 'https://evil.example' } });
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('error', () => undefined);
+    });
+    assert.equal(refused, 403);
+    await cache.close();
+    // The server hears the close a moment after the client: its line comes before the stop's.
+    for (let i = 0; i < 400 && !lines.some((l) => l.startsWith('connection closed')); i++) await new Promise((r) => setTimeout(r, 5));
+    await emu.close();
+    const expected = [
+      new RegExp(`^listening on 127\\.0\\.0\\.1:${emu.port} \\(WebSocket and HTTP\\)$`),
+      /^connection opened \(1 open\)$/,
+      /^refused a WebSocket connection \(403\): Origin "https:\/\/evil\.example" is a web page/,
+      /^connection closed \(token "admin"\) \(0 open\)$/,
+      /^stopping \(0 connections open\)$/,
+      /^stopped$/,
+    ];
+    assert.equal(lines.length, expected.length, lines.join('\n'));
+    expected.forEach((re, i) => assert.match(lines[i], re));
+    const loud = await startEmulator({ memory: true, log: () => { throw new Error('logger down'); } });
+    const c2 = createCache({ url: loud.url, token: loud.token, namespace: 'logged' });
+    await c2.queue('q').push(1);
+    await c2.close();
+    await loud.close();
+  });
 });
 
 describe('startEmulator: the token it is given', () => {
