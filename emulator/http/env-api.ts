@@ -303,9 +303,17 @@ async function receive(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
 async function ackRetry(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['acks', 'retries']);
   const q = await queueById(c, m[1]);
-  const acks = c.body.acks ?? [];
+  const given = c.body.acks ?? [];
   const retries = c.body.retries ?? [];
-  if (!Array.isArray(acks) || !acks.every((a) => typeof a === 'string')) throw invalid('acks must be an array of leaseIds');
+  if (!Array.isArray(given)) throw invalid('acks must be an array of leaseIds');
+  // A leaseId, or { leaseId } in the shape retries take (a caller writing both alike is not wrong).
+  const acks = given.map((a, i) => {
+    if (typeof a === 'string') return a;
+    if (typeof a !== 'object' || a === null || Array.isArray(a)) throw invalid(`acks[${i}] must be a leaseId (or { leaseId })`);
+    onlyKnown(a, ['leaseId'], `acks[${i}].`);
+    if (typeof a.leaseId !== 'string') throw invalid(`acks[${i}].leaseId must be a string`);
+    return a.leaseId;
+  });
   if (!Array.isArray(retries)) throw invalid('retries must be an array of { leaseId, delaySeconds? }');
   const nacks = retries.map((r, i) => {
     if (typeof r !== 'object' || r === null || Array.isArray(r)) throw invalid(`retries[${i}] must be an object { leaseId, delaySeconds? }`);
@@ -323,8 +331,8 @@ async function extend(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['leaseId', 'visibilityMs']);
   const q = await queueById(c, m[1]);
   if (typeof c.body.leaseId !== 'string') throw invalid('leaseId must be a string');
+  // Left out: the queue's own visibilityMs, as a receive without one gets.
   const leaseMs = wholeNumber(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
-  if (leaseMs === undefined) throw invalid('visibilityMs is required');
   const r = await c.engine.extend({ ...ref(q), receipt: c.body.leaseId, leaseMs }, c.actor);
   if (!r.ok) throw new QuaysideError('conflict', 'the lease has ended, belongs to another queue or was never valid; nothing was extended');
   return [200, { leaseExpiresAt: r.leaseUntil }];
@@ -343,7 +351,9 @@ async function purge(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   const q = await queueById(c, m[1]);
   if (c.body.confirm !== q.name) throw invalid(`confirm must be the queue's slug ("${q.name}"); nothing was purged`);
   // null is "not given", as for every optional field of this API (appId, maxDepth, maxBytes excepted: their null means none).
-  if (c.body.failed !== undefined && c.body.failed !== null && typeof c.body.failed !== 'boolean') throw invalid('failed must be true or false');
-  const r = c.body.failed ? await c.engine.purgeDead(ref(q), c.actor) : await c.engine.purge({ ...ref(q), confirm: q.name }, c.actor);
+  // 1 and 0 too, as the peek's ?failed=1 (the seed's form) takes them.
+  const f = c.body.failed;
+  if (f !== undefined && f !== null && typeof f !== 'boolean' && f !== 1 && f !== 0) throw invalid(`failed must be true or false (or 1 or 0), got ${JSON.stringify(f)}`);
+  const r = f === true || f === 1 ? await c.engine.purgeDead(ref(q), c.actor) : await c.engine.purge({ ...ref(q), confirm: q.name }, c.actor);
   return [200, r];
 }

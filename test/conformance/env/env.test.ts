@@ -857,7 +857,9 @@ describe('conformance: env (seeds/001)', function () {
       await api('POST', `/v1/queues/${q.id}/receive`, { max: 1 }); // one leased
       const wrong = await api('POST', `/v1/queues/${q.id}/purge`, { confirm: 'nope' });
       assert.equal(wrong.status, 400);
-      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/purge`, { confirm: 'purge', failed: true })).body, { purged: 1 });
+      assert.equal((await api('POST', `/v1/queues/${q.id}/purge`, { confirm: 'purge', failed: 'yes' })).status, 400);
+      // failed: 1 as well as true, as ?failed=1 takes it.
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/purge`, { confirm: 'purge', failed: 1 })).body, { purged: 1 });
       assert.deepEqual((await api('POST', `/v1/queues/${q.id}/purge`, { confirm: 'purge' })).body, { purged: 3 });
       const counts = (await api('GET', `/v1/queues/${q.id}`)).body.counts;
       assert.deepEqual([counts.depth, counts.inFlight, counts.failed], [0, 0, 0]);
@@ -882,9 +884,15 @@ describe('conformance: env (seeds/001)', function () {
       await emu.clock.advance(10_000);
       const stale = await api('POST', `/v1/queues/${q.id}/ack`, { acks: [a.leaseId] });
       assert.deepEqual(stale.body, { acked: 0, retried: 0, stale: 1 });
+
       const again = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 10 })).body.messages;
       assert.deepEqual(again.map((m: any) => [m.body, m.attempts]), [[1, 2]]);
       assert.equal((await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: a.leaseId, visibilityMs: 1000 })).status, 409);
+      // { leaseId } in acks as retries have it; extend without visibilityMs takes the queue's (30 s).
+      const d = again[0];
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: d.leaseId })).body, { leaseExpiresAt: emu.clock.now() + 30_000 });
+      assert.equal((await api('POST', `/v1/queues/${q.id}/ack`, { acks: [{ leaseId: d.leaseId, extra: 1 }] })).status, 400);
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/ack`, { acks: [{ leaseId: d.leaseId }] })).body, { acked: 1, retried: 0, stale: 0 });
     });
 
     it('PUT …/consumer { appId: null } with a batch setting is refused (400): a pull queue keeps none', async () => {
