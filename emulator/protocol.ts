@@ -465,6 +465,13 @@ export const LIMITS = {
   maxPullMessages: 1000,
   /** The most one page of peek or dead.list holds. */
   maxPageSize: 1000,
+  /**
+   * The most message bytes one answer (a pull, a batch delivered to a consumer, a page of peek or
+   * dead.list) carries; a message that alone is more still goes, one at a time. Fewer messages
+   * than asked for is an answer these allow, and it keeps each frame well under the 100 MiB a
+   * WebSocket client takes by default (1000 messages of 256 KB would be 256 MB).
+   */
+  maxAnswerBodyBytes: 32 * 1024 * 1024,
   /** The most audit entries one audit.list returns. */
   maxAuditEntries: 10_000,
   /** The most dead letters one replay moves. */

@@ -5,7 +5,7 @@ import type {
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
 import { LAG_STEPS, LAG_STEP_MS, LIMITS, lagStepOf, isBase64Text, isBinaryContentType, syncEnvelopeBytes, toWellFormed } from '../protocol';
-import { DEAD, LEASED, WAITING, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
+import { DEAD, LEASED, WAITING, countWithin, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
 import { ConsumerHub, type Attachment, type DroppedConsumers } from './consumers';
@@ -721,7 +721,7 @@ export class Engine {
   private claimNow(q: QueueRow, max: number, leaseMs: number): Delivery[] {
     const now = this.clock.now();
     const token = crypto.randomInt(1, 2 ** 47);
-    const rows = this.store.claim(q.id, max, now, now + leaseMs, token);
+    const rows = this.store.claim(q.id, max, now, now + leaseMs, token, LIMITS.maxAnswerBodyBytes);
     if (rows.length === 0) return [];
     if (this.handedOut) {
       this.claimsInAdvance++;
@@ -893,8 +893,8 @@ export class Engine {
       const search = v.optStr(args.search, 'search', 1000) ?? null;
       const now = this.clock.now();
       const rows = this.store.peek(q.id, states, now, after, limit + 1, search);
-      const more = rows.length > limit;
-      const page = rows.slice(0, limit);
+      const page = rows.slice(0, countWithin(rows, limit, LIMITS.maxAnswerBodyBytes));
+      const more = rows.length > page.length;
       return {
         messages: page.map((r) => toView(q, r, now)),
         next: more ? messageId(page[page.length - 1].id) : null,
@@ -935,12 +935,12 @@ export class Engine {
       }
       const now = this.clock.now();
       const rows = this.store.deadPage(q.id, afterAt, afterId, limit + 1);
-      const page = rows.slice(0, limit);
+      const page = rows.slice(0, countWithin(rows, limit, LIMITS.maxAnswerBodyBytes));
       const last = page[page.length - 1];
       return {
         messages: page.map((r) => toView(q, r, now)),
         total: q.n_dead,
-        next: rows.length > limit ? `d_${last.dead_at}_${last.id}` : null,
+        next: rows.length > page.length ? `d_${last.dead_at}_${last.id}` : null,
       };
     });
   }

@@ -148,7 +148,8 @@ export interface QueueStore {
 
   // ---- lease and settle
   /** Leases up to max ready messages, oldest first: attempts + 1, the lease token and end. */
-  claim(queueId: number, max: number, now: number, leaseUntil: number, token: number): MessageRow[];
+  /** Leases up to `max` of the oldest ready messages, as many as fit in `maxBytes` of bodies (at least one). */
+  claim(queueId: number, max: number, now: number, leaseUntil: number, token: number, maxBytes?: number): MessageRow[];
   /** The leased row a (message id, lease token) pair names, if its lease has not ended at now. */
   leased(id: number, token: number, now: number): DueRow | undefined;
   /** Deletes acked messages. */
@@ -220,4 +221,15 @@ export class StoreOpenError extends Error {
     super(message);
     this.name = 'StoreOpenError';
   }
+}
+
+/**
+ * How many of `rows` (at most `limit`) fit in `maxBytes` of message bodies, counted from the
+ * first; always at least one, so a message larger than the budget still goes, alone.
+ */
+export function countWithin(rows: readonly { size: number }[], limit: number, maxBytes: number): number {
+  const most = Math.min(limit, rows.length);
+  let n = 0;
+  for (let bytes = 0; n < most && (n === 0 || bytes + rows[n].size <= maxBytes); n++) bytes += rows[n].size;
+  return n;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './schema';
-import { DEAD, LEASED, StoreOpenError, WAITING, type StoreOpenProblem, type AuditRow, type DueRow, type LagRow, type MessageRow, type NamespaceRow, type NewMessage, type QueueRow, type QueueStore, type TokenRow } from './boundary';
+import { DEAD, LEASED, StoreOpenError, WAITING, countWithin, type StoreOpenProblem, type AuditRow, type DueRow, type LagRow, type MessageRow, type NamespaceRow, type NewMessage, type QueueRow, type QueueStore, type TokenRow } from './boundary';
 
 // The only module with SQL. Each exported method is one atomic transition of the queue state
 // machine: the engine calls them inside its group-commit transaction and never writes SQL.
@@ -835,9 +835,10 @@ export class Store implements QueueStore {
 
   // ---- lease and settle
 
-  claim(queueId: number, max: number, now: number, leaseUntil: number, token: number): MessageRow[] {
+  claim(queueId: number, max: number, now: number, leaseUntil: number, token: number, maxBytes = Infinity): MessageRow[] {
     // In the order of the index: oldest visible first, then by id.
     const picked = this.s.claimPick.all(queueId, now, max);
+    picked.length = countWithin(picked, max, maxBytes); // the rest stay ready, for the next pull
     const rows: MessageRow[] = new Array(picked.length);
     for (let i = 0; i < picked.length; i++) {
       const r = picked[i];

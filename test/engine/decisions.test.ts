@@ -192,6 +192,27 @@ describe('engine: decisions', () => {
     });
   });
 
+  describe('answers of many large messages', () => {
+    it('a pull, a peek page and a dead-letter page carry at most 32 MiB of bodies (at least one message); the rest stay where they were, for the next', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'cache', policy: { maxPayloadBytes: 4 * 1024 * 1024, maxDeliveries: 1 } });
+      const body = 'x'.repeat(4 * 1024 * 1024 - 2); // 4 MiB as JSON: eight make the 32 MiB
+      for (let i = 0; i < 10; i++) await t.engine.push({ ...ref, body });
+      const first = await t.engine.pull({ ...ref, max: 10 });
+      assert.equal(first.messages.length, 8, 'a 100 MiB answer would not reach a WebSocket client');
+      const c = (await t.engine.stats(ref)).counts;
+      assert.deepEqual([c.leased, c.ready], [8, 2], 'the rest were not leased');
+      assert.equal((await t.engine.pull({ ...ref, max: 10 })).messages.length, 2);
+      const page = await t.engine.peek({ ...ref, states: ['leased'], limit: 10 });
+      assert.equal(page.messages.length, 8);
+      assert.equal((await t.engine.peek({ ...ref, states: ['leased'], limit: 10, cursor: page.next })).messages.length, 2);
+      await t.advance(30_000); // every lease ends: maxDeliveries 1, so all ten are dead
+      const dead = await t.engine.deadList({ ...ref, limit: 1000 });
+      assert.equal(dead.messages.length, 8);
+      assert.equal((await t.engine.deadList({ ...ref, limit: 1000, cursor: dead.next })).messages.length, 2);
+    });
+  });
+
   describe('capacity', () => {
     it('maxDepth counts live messages (leased too) and answers queue_full', async () => {
       t = makeEngine();
