@@ -541,7 +541,9 @@ export async function main(argv: string[]): Promise<void> {
   }
   try {
     // Options with no command (`quayside --bogus`) are a usage error, not a quiet usage text.
-    if (!cmd) throw new UsageError(`no command given; an option (--${Object.keys(args.flags)[0]}) goes after one: quayside <command> [options]`);
+    const first = Object.keys(args.flags)[0];
+    if (!cmd && (first === 'help' || first === 'version') && args.flags[first] !== true) throw new UsageError(`--${first} takes no value; give --${first} alone`);
+    if (!cmd) throw new UsageError(`no command given; an option (--${first}) goes after one: quayside <command> [options]`);
     if (cmd === 'start') await start(args);
     else await client(cmd, args);
   } catch (e) {

@@ -109,7 +109,7 @@ function plan(config: unknown, file: string): Planned[] {
     if (consumer !== undefined && consumer !== null) {
       if (typeof consumer !== 'object' || Array.isArray(consumer)) throw invalidArg('consumer must be an object { appId, … } or null');
       onlyKeys(consumer as Record<string, unknown>, ['appId', 'maxBatchSize', 'maxBatchTimeoutMs', 'maxConcurrency', 'visibilityMs'], 'consumer');
-      str((consumer as Record<string, unknown>).appId, 'consumer.appId');
+      // (Not a name: consumerSettings checks it as setting a consumer over HTTP or by runConsumer does.)
       consumerSettings(consumer as Record<string, unknown>, policy.leaseMs); // its ranges, as setting it will check them
     }
     add({

@@ -130,6 +130,7 @@ export class Connection implements Transport {
         if (settled) return;
         settled = true;
         if (this.state !== 'closed') this.state = 'idle';
+        if (this.ws === ws) this.ws = null; // (a refused hello): its heartbeat sees that and stops
         ws.removeAllListeners();
         ws.on('error', () => {});
         ws.terminate();
@@ -165,28 +166,30 @@ export class Connection implements Transport {
   }
 
   /**
-   * While requests wait on `ws`, a ping every heartbeatMs; a socket whose last ping got no pong by
-   * the next is cut, so its requests fail instead of waiting for ever on an emulator that is frozen
+   * While requests wait on `ws`, a ping every heartbeatMs; a socket that leaves two in a row
+   * unanswered is cut, so its requests fail instead of waiting for ever on an emulator that is frozen
    * (SIGSTOP, a suspended machine) or a connection that died without a close. An idle socket is
    * not pinged: nothing waits on it, and the next request finds out for itself.
    */
   private watch(ws: WebSocket): void {
-    let answered = true;
-    ws.on('pong', () => (answered = true));
+    // Two pings in a row unanswered, not one: an emulator busy for a while (a purge of a huge
+    // queue) or this process's own loop held up must not cost requests that may have been applied.
+    let unanswered = 0;
+    ws.on('pong', () => (unanswered = 0));
     const timer = setInterval(() => {
       if (this.ws !== ws) return clearInterval(timer);
       if (this.pending.size === 0) {
-        answered = true;
+        unanswered = 0;
         return;
       }
-      if (!answered) {
+      if (unanswered >= 2) {
         clearInterval(timer);
-        this.cutReason = `the emulator at ${this.activeUrl ?? this.url} did not answer a ping within ${this.heartbeatMs} ms`;
+        this.cutReason = `the emulator at ${this.activeUrl ?? this.url} did not answer two pings, ${this.heartbeatMs} ms apart`;
         ws.terminate();
         return;
       }
       if (ws.readyState !== WebSocket.OPEN) return;
-      answered = false;
+      unanswered++;
       ws.ping();
     }, this.heartbeatMs);
     timer.unref();

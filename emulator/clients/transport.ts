@@ -32,8 +32,8 @@ export interface ConnectionOptions {
   /** How long a request waits for a (re)connection before failing `unavailable`. Default 5000 ms. */
   connectTimeoutMs?: number;
   /**
-   * While requests wait for answers, the connection pings this often; one whose pong has not come
-   * by the next ping is cut, and its requests fail `unavailable` (an emulator stopped with SIGSTOP,
+   * While requests wait for answers, the connection pings this often; one that leaves two pings in
+   * a row unanswered is cut, and its requests fail `unavailable` (an emulator stopped with SIGSTOP,
    * a suspended machine, a connection that died without a close). Default 15000 ms.
    */
   heartbeatMs?: number;

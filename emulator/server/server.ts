@@ -140,7 +140,11 @@ export class QuaysideServer {
     });
   }
 
+  /** Set once close() has said "stopped": a socket cut late says nothing after it. */
+  private stopped = false;
+
   private log(line: string): void {
+    if (this.stopped) return;
     try {
       this.opts.log?.(line);
     } catch {
@@ -343,6 +347,7 @@ export class QuaysideServer {
     this.http.closeAllConnections?.();
     await new Promise<void>((r) => this.http.close(() => r()));
     this.log('stopped');
+    this.stopped = true;
   }
 }
 

@@ -237,6 +237,11 @@ describe('quayside CLI: push --attributes, stats and show', function () {
       assert.equal(e?.code, 64, argv.join(' '));
       assert.match(e!.stderr, /no command given; an option \(--\w+\) goes after one/);
     }
+    for (const flagged of ['--help=no', '--version=1']) {
+      const e = await fails(run(tsx, [cli, flagged]));
+      assert.equal(e?.code, 64, flagged);
+      assert.match(e!.stderr, /--(help|version) takes no value; give --(help|version) alone/);
+    }
     for (const argv of [[], ['--help'], ['help']]) assert.match((await run(tsx, [cli, ...argv])).stdout, /^quayside <command> \[options\]/, argv.join(' '));
     const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string };
     assert.equal((await run(tsx, [cli, '--version'])).stdout, `quayside ${pkg.version}\n`);
