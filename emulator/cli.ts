@@ -275,18 +275,18 @@ async function start(args: Args): Promise<void> {
       freeTier: args.flags['free-tier'] === true,
       config: config as Record<string, unknown> | undefined,
     });
-  // An option startEmulator refuses came from a flag (or QUAYSIDE_TOKEN): said as that flag, a usage error.
-  const refused = (e: unknown) => (e instanceof mod.QuaysideError && e.code === 'invalid_argument' ? /^startEmulator: (token|host|port|dataDir)\b:? ?/.exec(e.message) : null);
-  const FLAG_OF: Record<string, string> = { token: 'token', host: 'host', port: 'port', dataDir: 'data' };
+  // The token is the one option startEmulator checks that these flags have not: a refused one came
+  // from --token (a usage error) or from QUAYSIDE_TOKEN.
+  const tokenRefused = (e: unknown) => (e instanceof mod.QuaysideError && e.code === 'invalid_argument' ? /^startEmulator: token\b:? ?/.exec(e.message) : null);
   let emu: Awaited<ReturnType<typeof mod.startEmulator>>;
   try {
     try {
       emu = await start(token);
     } catch (e) {
-      const m = refused(e);
+      const m = tokenRefused(e);
       if (!m) throw e;
-      const why = (e as Error).message.slice(m[0].length).replace(/^(must|is)\b/, `${m[1]} $1`);
-      if (m[1] !== 'token' || flag(args, 'token') !== undefined) return fail('usage', `--${FLAG_OF[m[1]]}: ${why}`);
+      const why = (e as Error).message.slice(m[0].length).replace(/^(must|is)\b/, 'token $1');
+      if (flag(args, 'token') !== undefined) return fail('usage', `--token: ${why}`);
       // QUAYSIDE_TOKEN is there to restart with the token printed last time; a shell may hold an
       // app's narrower token in it instead, and that one cannot become the emulator's own.
       process.stderr.write(`quayside: QUAYSIDE_TOKEN is not used as the emulator's token: ${why}\n`);

@@ -44,32 +44,32 @@ export interface Planned {
   consumer?: Record<string, unknown> | null;
 }
 
-/** An error of one part of the config, named by where it is (`quayside.json: env[1]`). */
-function errorAt(where: string, e: unknown): unknown {
-  return e instanceof QuaysideError ? new QuaysideError(e.code, `${where}: ${e.message}`, { details: e.details }) : e;
-}
-
 /**
  * Checks a parsed quayside.json and turns it into queues to ensure. Throws on the first problem,
  * naming it (and the file, `source`, when it came from one). Everything the engine would refuse
  * is found here, so a start never applies half of a file.
  */
 export function planWorkspaceConfig(config: unknown, source?: string): Planned[] {
-  try {
-    return plan(config, source ? `${source}: ` : '');
-  } catch (e) {
-    // Entries are named with the file already; what is wrong with the whole file is named here.
-    throw e instanceof QuaysideError && source && !e.message.startsWith(`${source}: `) ? errorAt(source, e) : e;
-  }
-}
-
-function plan(config: unknown, file: string): Planned[] {
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw invalidArg('the config must be a JSON object with "cache", "env" and/or "sync" arrays');
-  const c = config as Record<string, unknown>;
-  onlyKeys(c, ['$schema', 'cache', 'env', 'sync'], 'top-level');
+  /**
+   * Runs `fn` for one part of the config, given where that part is (`quayside.json: env[1]`), and
+   * names that place in any error it throws. `entry` undefined: the file as a whole.
+   */
+  const at = <T>(entry: string | undefined, fn: (where: string) => T): T => {
+    const where = [source, entry].filter(Boolean).join(': ');
+    try {
+      return fn(where);
+    } catch (e) {
+      throw where && e instanceof QuaysideError ? new QuaysideError(e.code, `${where}: ${e.message}`, { details: e.details }) : e;
+    }
+  };
+  const c = at(undefined, () => {
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) throw invalidArg('the config must be a JSON object with "cache", "env" and/or "sync" arrays');
+    onlyKeys(config as Record<string, unknown>, ['$schema', 'cache', 'env', 'sync'], 'top-level');
+    return config as Record<string, unknown>;
+  });
   const out: Planned[] = [];
   const seen = new Set<string>();
-  const list = (k: string): Record<string, unknown>[] => {
+  const list = (k: string): Record<string, unknown>[] => at(undefined, () => {
     const v = c[k];
     if (v === undefined) return [];
     if (!Array.isArray(v)) throw invalidArg(`"${k}" must be an array of queues`);
@@ -77,7 +77,7 @@ function plan(config: unknown, file: string): Planned[] {
       if (typeof x !== 'object' || x === null || Array.isArray(x)) throw invalidArg(`${k}[${i}] must be an object`);
       return x as Record<string, unknown>;
     });
-  };
+  });
   const add = (p: Planned) => {
     const key = `${p.namespace}\u0000${p.queue}`;
     if (seen.has(key)) throw invalidArg(`queue "${p.queue}" in namespace "${p.namespace}" is declared twice`);
@@ -90,19 +90,12 @@ function plan(config: unknown, file: string): Planned[] {
     if (typeof x !== 'string' || x.length === 0) throw invalidArg(`${what} must be a non-empty string`);
     return v.name(x, what);
   };
-  const at = (where: string, fn: () => void) => {
-    try {
-      fn();
-    } catch (e) {
-      throw errorAt(file + where, e);
-    }
-  };
 
-  list('cache').forEach((q, i) => at(`cache[${i}]`, () => {
+  list('cache').forEach((q, i) => at(`cache[${i}]`, (where) => {
     onlyKeys(q, ['namespace', 'name', ...CACHE_SETTING_KEYS], 'cache queue');
-    add({ where: `${file}cache[${i}]`, dialect: 'cache', namespace: str(q.namespace, 'namespace'), queue: str(q.name, 'name'), policy: { ...PRESETS.cache, ...cachePolicy(q) } });
+    add({ where, dialect: 'cache', namespace: str(q.namespace, 'namespace'), queue: str(q.name, 'name'), policy: { ...PRESETS.cache, ...cachePolicy(q) } });
   }));
-  list('env').forEach((q, i) => at(`env[${i}]`, () => {
+  list('env').forEach((q, i) => at(`env[${i}]`, (where) => {
     onlyKeys(q, ['project', 'environment', 'slug', 'consumer', ...ENV_SETTING_KEYS], 'env queue');
     const consumer = q.consumer;
     const policy = { ...PRESETS.env, ...envPolicy(q) };
@@ -113,14 +106,14 @@ function plan(config: unknown, file: string): Planned[] {
       consumerSettings(consumer as Record<string, unknown>, policy.leaseMs); // its ranges, as setting it will check them
     }
     add({
-      where: `${file}env[${i}]`, dialect: 'env', namespace: v.name(envNamespace(q.project, q.environment), 'project/environment'), queue: str(q.slug, 'slug'),
+      where, dialect: 'env', namespace: v.name(envNamespace(q.project, q.environment), 'project/environment'), queue: str(q.slug, 'slug'),
       policy, consumer: consumer as Record<string, unknown> | null | undefined,
     });
   }));
-  list('sync').forEach((q, i) => at(`sync[${i}]`, () => {
+  list('sync').forEach((q, i) => at(`sync[${i}]`, (where) => {
     onlyKeys(q, ['tenantId', 'id', 'limits', 'delivery', 'ordering'], 'sync queue');
     checkOrdering(q.ordering);
-    add({ where: `${file}sync[${i}]`, dialect: 'sync', namespace: q.tenantId === undefined ? 'default' : str(q.tenantId, 'tenantId'), queue: str(q.id, 'id'), policy: { ...PRESETS.sync, ...syncPolicy(q.limits, q.delivery) } });
+    add({ where, dialect: 'sync', namespace: q.tenantId === undefined ? 'default' : str(q.tenantId, 'tenantId'), queue: str(q.id, 'id'), policy: { ...PRESETS.sync, ...syncPolicy(q.limits, q.delivery) } });
   }));
   return out;
 }

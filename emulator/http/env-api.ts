@@ -150,8 +150,6 @@ async function queueById(c: Ctx, id: string): Promise<QueueInfo> {
 // engine refuses (not_found) if the name now belongs to a queue made since (deleted and made again).
 const ref = (q: QueueInfo) => ({ namespace: q.namespace, queue: q.name, queueId: q.id });
 
-
-
 /** Refuses a key outside `allowed`, naming it with its path (`at`, e.g. `retries[0].`): a misspelt delay would otherwise be ignored. */
 function onlyKnown(b: Record<string, unknown>, allowed: readonly string[], at = ''): void {
   for (const k of Object.keys(b)) if (!allowed.includes(k)) throw invalid(`unknown field "${at}${k}"; expected ${allowed.join(', ')}`);

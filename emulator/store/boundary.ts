@@ -147,8 +147,10 @@ export interface QueueStore {
   enqueue(queueId: number, items: NewMessage[], now: number): number[];
 
   // ---- lease and settle
-  /** Leases up to max ready messages, oldest first: attempts + 1, the lease token and end. */
-  /** Leases up to `max` of the oldest ready messages, as many as fit in `maxBytes` of bodies (at least one). */
+  /**
+   * Leases up to `max` ready messages, oldest first, as many as fit in `maxBytes` of bodies (at
+   * least one): attempts + 1, the lease token and end.
+   */
   claim(queueId: number, max: number, now: number, leaseUntil: number, token: number, maxBytes?: number): MessageRow[];
   /** The leased row a (message id, lease token) pair names, if its lease has not ended at now. */
   leased(id: number, token: number, now: number): DueRow | undefined;
