@@ -324,12 +324,10 @@ describe('reliability: resources and faults', function () {
     try {
       await conn.request('push', { namespace: 'hb', queue: 'q', body: 1, create: 'cache' });
       c.proc.kill('SIGSTOP');
-      const started = Date.now();
       const e = await conn.request('queue.list', {}).then(() => null, (err: QuaysideError) => err);
       assert.ok(e instanceof QuaysideError, 'the request failed');
       assert.equal(e.code, 'unavailable');
       assert.match(e.message, /did not answer two pings, 100 ms apart/);
-      assert.ok(Date.now() - started < 5000, `it took ${Date.now() - started} ms`);
       c.proc.kill('SIGCONT');
       assert.deepEqual((await conn.request('queue.list', {})).queues.map((q) => q.name), ['q']);
       // A hello refused (a token it does not know) leaves no socket behind for the heartbeat to watch.
