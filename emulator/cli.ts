@@ -274,6 +274,10 @@ async function start(args: Args): Promise<void> {
       durability: durability as 'normal' | 'full',
       freeTier: args.flags['free-tier'] === true,
       config: config as Record<string, unknown> | undefined,
+      // Only warnings: the rest of the log (connections) would drown the banner a user reads.
+      log: (line) => {
+        if (line.startsWith('warning: ')) process.stderr.write(`quayside: ${line}\n`);
+      },
     });
   // The token is the one option startEmulator checks that these flags have not: a refused one came
   // from --token (a usage error) or from QUAYSIDE_TOKEN.

@@ -87,6 +87,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     server = new QuaysideServer({ engine, host, port, routes: envHttpRoutes(), log: opts.log });
     await server.listen();
     engine.saveClock();
+    const ahead = clockAheadWarning(clock, saved);
+    if (ahead) {
+      try {
+        opts.log?.(ahead);
+      } catch {
+        // a logger that throws must not fail a start that worked
+      }
+    }
   } catch (e) {
     // A failed start leaves nothing open (the store's lock is released with it), and a data
     // directory it created is removed again.
@@ -137,6 +145,32 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     }
   }
   return emu;
+}
+
+/**
+ * A system clock cannot start before the time a virtual clock reached on this data directory (an
+ * advance moved it on): what the advance made ready reads as delayed again, and leases and windows
+ * taken then last that much longer, until the system clock gets there. The data is right for the
+ * virtual clock, so nothing is changed: the start goes on, and says so.
+ */
+function clockAheadWarning(clock: Clock, saved: string | null): string | null {
+  const reached = saved === null ? NaN : Number(saved);
+  const ahead = reached - clock.now();
+  if (clock.mode !== 'system' || !(ahead >= 1000)) return null;
+  return (
+    `warning: a virtual clock moved this data directory's time on to ${new Date(reached).toISOString()}, ${roughDuration(ahead)} ahead of the system clock: ` +
+    'until the system clock gets there, messages an advance made ready wait as delayed, and leases and dedupe windows taken then last that much longer. ' +
+    'To go on from there, start with the virtual clock (quayside start --clock virtual; in VS Code the quayside.clock setting), or use another data directory.'
+  );
+}
+
+/** 2 d 3 h, 5 h 10 min, 42 min, 30 s: enough to tell a user how far. */
+function roughDuration(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  const [d, h, m] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60)];
+  if (d > 0) return h > 0 ? `${d} d ${h} h` : `${d} d`;
+  if (h > 0) return m > 0 ? `${h} h ${m} min` : `${h} h`;
+  return m > 0 ? `${m} min` : `${s} s`;
 }
 
 /** SQLite's own "cannot write" errors, met after the store opened (a read-only file), as a StoreOpenError. */

@@ -27,6 +27,7 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   const svc = new EmulatorService({
     getConfig: () => readConfig(context.extensionPath, context.globalStorageUri.fsPath),
     log: (line) => log.info(line),
+    warn: (message) => void vscode.window.showWarningMessage(`Quayside: ${message}`),
   });
   service = svc;
 

@@ -49,6 +49,8 @@ export function settingsNeedingRestart(affects: (section: string) => boolean): s
 export interface ServiceOptions {
   getConfig: () => EmulatorConfig;
   log?: (line: string) => void;
+  /** A warning the emulator gave as it started (its stderr `quayside: warning: …`), for the user to see. */
+  warn?: (message: string) => void;
   lifecycle?: Partial<Omit<LifecycleOptions, 'launch'>>;
   /** For tests: replace how an instance is made. */
   launchOverride?: (cfg: EmulatorConfig, ctx: LaunchContext, info: LaunchInfo) => Promise<Instance>;
@@ -178,7 +180,11 @@ export class EmulatorService {
         clock: cfg.clock,
         cwd: cfg.cwd ?? cfg.workspaceFolders[0],
         env: cfg.env,
-        log: (line, stream) => log(`${stream === 'stderr' ? '[emulator:err]' : '[emulator]'} ${line}`),
+        log: (line, stream) => {
+          log(`${stream === 'stderr' ? '[emulator:err]' : '[emulator]'} ${line}`);
+          const warning = stream === 'stderr' ? warningOf(line) : null;
+          if (warning) this.opts.warn?.(warning);
+        },
       });
     };
     if (kept === undefined) return run(port);
@@ -257,4 +263,10 @@ export function onPortTaken(first: Instance, fallback: () => Promise<Instance>):
       await current.stop();
     },
   };
+}
+
+/** The text of a warning the emulator's CLI wrote to stderr (`quayside: warning: …`), or null. */
+export function warningOf(line: string): string | null {
+  const m = /^quayside: warning: (.+)$/.exec(line.trim());
+  return m ? m[1] : null;
 }

@@ -198,6 +198,40 @@ describe('startEmulator: a virtual clock on a data directory', () => {
       }
     }));
 
+  it('a system clock on a directory a virtual clock moved ahead starts, changes nothing, and says in its log how far ahead and what to do', () =>
+    inTempDir(async (dir) => {
+      const v = await startEmulator({ dataDir: dir, clock: 'virtual' });
+      const q = createCache({ url: v.url, token: v.token, namespace: 'n' }).queue('jobs');
+      const { id } = await q.push({ a: 1 }, { delaySeconds: 3600 });
+      const reached = await v.clock.advance(3 * HOUR);
+      assert.equal((await q.stats()).depth, 1);
+      await v.close();
+
+      const lines: string[] = [];
+      const sys = await startEmulator({ dataDir: dir, log: (l) => lines.push(l) });
+      try {
+        const warnings = lines.filter((l) => l.startsWith('warning: '));
+        assert.equal(warnings.length, 1, lines.join('\n'));
+        assert.ok(warnings[0].includes(`on to ${new Date(reached).toISOString()}`) && /, 2 h 5\d min ahead of the system clock/.test(warnings[0]), warnings[0]);
+        assert.match(warnings[0], /start with the virtual clock \(quayside start --clock virtual/);
+        // The data is as the virtual clock left it: the message waits for its time, as the warning says.
+        const [m] = (await sys.engine.peek({ namespace: 'n', queue: 'jobs' })).messages;
+        assert.equal(m.id, id);
+        assert.equal(m.state, 'delayed');
+        assert.equal(storedClock(dir), reached, 'the stored time stays for a virtual clock to go on from');
+      } finally {
+        await sys.close();
+      }
+      const again: string[] = [];
+      const virt = await startEmulator({ dataDir: dir, clock: 'virtual', log: (l) => again.push(l) });
+      await virt.close();
+      assert.deepEqual(again.filter((l) => l.startsWith('warning: ')), [], 'a virtual clock goes on from there: nothing to warn about');
+      const fresh: string[] = [];
+      const plain = await startEmulator({ memory: true, log: (l) => fresh.push(l) });
+      await plain.close();
+      assert.deepEqual(fresh.filter((l) => l.startsWith('warning: ')), []);
+    }));
+
   it('a start that fails (the port is taken) writes nothing to the directory: the stored clock stays as it was', () =>
     inTempDir((dir) =>
       withTakenPort(async (port) => {

@@ -290,6 +290,29 @@ describe('extension: emulator service (fake launches)', () => {
     assert.equal(queues[0].counts.ready, 1);
   });
 
+  it('shows the warning the emulator gives as it starts: system clock on a data directory a virtual clock moved ahead', async () => {
+    const data = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-svc-'));
+    let cfg = config({ memory: false, dataDir: path.join(data, '.quayside'), workspaceFolders: [data], clock: 'virtual' });
+    const warnings: string[] = [];
+    svc = new EmulatorService({ getConfig: () => cfg, warn: (m) => warnings.push(m) });
+    try {
+      assert.equal((await svc.start()).state, 'running');
+      await svc.transport.request('clock.advance', { ms: 2 * 86_400_000 });
+      await svc.stop();
+      assert.deepEqual(warnings, [], 'a virtual clock going on from its own time is nothing to warn about');
+      cfg = { ...cfg, clock: 'system' };
+      const s = await svc.start();
+      assert.equal(s.state, 'running', JSON.stringify(s.error));
+      // (stderr may arrive just after the banner)
+      for (let i = 0; i < 100 && warnings.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(warnings.length, 1, JSON.stringify(warnings));
+      assert.match(warnings[0], /^a virtual clock moved this data directory's time on to \S+Z, 1 d 23 h ahead of the system clock: .*quayside\.clock setting/);
+    } finally {
+      await svc.stop();
+      fs.rmSync(data, { recursive: true, force: true });
+    }
+  });
+
   it('a taken port fails with port_in_use', async () => {
     const first = new EmulatorService({ getConfig: () => config() });
     const s1 = await first.start();
