@@ -4,12 +4,13 @@ import type {
   Access, AuditEntry, ChangeEvent, ConsumerSettings, Delivery, Dialect, LagStep, MessageState, MessageView,
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
-import { LAG_STEPS, LAG_STEP_MS, LIMITS, lagStepOf, isBase64Text, isBinaryContentType, syncEnvelopeBytes, toWellFormed } from '../protocol';
+import { LIMITS, isBase64Text, isBinaryContentType, syncEnvelopeBytes, toWellFormed } from '../protocol';
 import { DEAD, LEASED, WAITING, countWithin, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
 import { ConsumerHub, type Attachment, type DroppedConsumers } from './consumers';
 import { GroupCommit } from './group-commit';
+import { LagHistory } from './lag-history';
 import { PRESETS, TIME, consumerSettings, isDialect, mergePolicy } from './presets';
 import * as v from './validate';
 import { messageId, parseMessageId, parseReceipt, toDelivery, toView, type Extra } from './views';
@@ -82,7 +83,6 @@ function dialectArg(d: unknown): Dialect | undefined {
 function hiddenFrom(q: QueueRow, want: Dialect | undefined): boolean {
   return want !== undefined && q.dialect !== want;
 }
-const HALF_HOUR = LAG_STEP_MS;
 /** The largest epoch ms a Date can hold. */
 const MAX_TIME = LIMITS.maxEpochMs;
 const SWEEP_BATCH = 500;
@@ -124,30 +124,12 @@ export class Engine {
   private pendingEvents = new Map<string, { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }>();
   private jobEvents: { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }[] = [];
   private touched = new Set<number>();
-  private lagSeen = new Map<number, LagSeen>();
-  /**
-   * Lag records not written yet: a queue's row is written at most once a second (of the engine's
-   * clock), not in every commit, which saves a page write per commit. What waits here is written
-   * when its step ends, when the engine is idle, and at close (stats merges it without writing); a
-   * kill -9 loses at most the last second of the chart, never a message.
-   */
-  private lagUnwritten = new Map<string, LagRecord>();
-  private lagWrittenAt = new Map<number, number>();
-  /** Records written in the open transaction: forgotten from lagUnwritten only once it commits. */
-  private lagWriting: { rec: LagRecord; at: number }[] = [];
-  /** Readings taken in the open transaction: they become lagSeen / lagUnwritten only once it commits. */
-  private lagStaged: LagRecord[] = [];
-  /** Queues deleted by operations of the open transaction: their lag bookkeeping goes once it commits. */
-  private deletedQueues: { id: number; pubId: string }[] = [];
+  private readonly lag: LagHistory;
   private dailyQuota: number | null;
   /** Some namespace has its own quota (set by namespace.configure, now or in an earlier run). */
   private quotasInUse: boolean;
   private timer: NodeJS.Timeout | null = null;
   private timerAt: number | null = null;
-  /** The half-hour step the last transaction ran in (see rollLagStep). */
-  private lastLagStep: number;
-  /** The step the open transaction rolled on from: put back if it does not commit, so a later one closes those steps. */
-  private lagRolledFrom: number | null = null;
   private closed = false;
   private advancing: Promise<number> | null = null;
   /** Leases handed out while an advance runs (row id, token), until their holders answered. */
@@ -160,12 +142,12 @@ export class Engine {
     this.dailyQuota = opts.dailyQuota ?? null;
     this.quotasInUse = this.store.anyQuota();
     this.gc = new GroupCommit(this.store);
-    this.gc.afterBegin = () => this.rollLagStep();
-    this.gc.beforeCommit = () => this.recordLag();
+    this.lag = new LagHistory(this.store, this.clock);
+    this.gc.afterBegin = () => {
+      if (this.lag.roll(this.touched)) this.sweepDedupe();
+    };
+    this.gc.beforeCommit = () => this.lag.record(this.touched);
     this.gc.afterCommit = (ok) => this.afterCommit(ok);
-    // From the last step written before a restart: the steps the emulator was down for are closed
-    // by the first transaction with what was waiting then (it waited through them).
-    this.lastLagStep = Math.min(lagStepOf(this.clock.now()), this.store.lagLatest() ?? Infinity);
     for (const q of this.store.listQueues()) this.refreshDelayed(q.id, this.clock.now());
     // Work that fell due while the emulator was down is applied now.
     void this.gc.run(() => this.applyDue());
@@ -224,9 +206,7 @@ export class Engine {
   }
 
   private afterCommit(ok: boolean): void {
-    if (!ok && this.lagRolledFrom !== null) this.lastLagStep = this.lagRolledFrom;
-    this.lagRolledFrom = null;
-    this.settleLag(ok);
+    this.lag.settle(ok);
     // Consumers of queues deleted in this commit are told once it stands; if it failed, the
     // queues are still there and their consumers are put back.
     const dropped = this.droppedConsumers;
@@ -268,7 +248,7 @@ export class Engine {
         if (this.closed) return;
         if (this.gc.pending > 0) return this.scheduleCheckpoint();
         try {
-          this.writeAllLag();
+          this.lag.flush();
           this.store.checkpointIdle();
         } catch {
           // A checkpoint that cannot run now (disk full) runs at the next idle moment.
@@ -412,7 +392,7 @@ export class Engine {
       this.audit(actor, q, 'delete_queue', q.n_waiting + q.n_leased + q.n_dead, null);
       this.policies.delete(q.id);
       this.delayedAt.delete(q.id);
-      this.deletedQueues.push({ id: q.id, pubId: q.pub_id });
+      this.lag.queueDeleted(q);
       this.waiters.dropQueue(q.id);
       const dropped = this.consumers.dropQueue(q.id);
       if (dropped) this.droppedConsumers.push(dropped);
@@ -728,7 +708,7 @@ export class Engine {
       for (const r of rows) this.handedOut.push({ id: r.id, token });
     }
     // The first row claimed is the oldest ready one: its wait is the lag at this instant.
-    this.lagPoint(q.id, q.n_waiting, now - rows[0].visible_at);
+    this.lag.point(q.id, q.n_waiting, now - rows[0].visible_at);
     const out = rows.map((r) => toDelivery(q, r, now, token));
     this.note(q, 'leased', out.map((m) => m.id));
     return out;
@@ -949,7 +929,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const now = this.clock.now();
-      return { counts: this.countsOf(q, now), lagHistory: this.lagHistory(q, now), now };
+      return { counts: this.countsOf(q, now), lagHistory: this.lag.history(q, now, this.countsOf(q, now)), now };
     });
   }
 
@@ -1022,7 +1002,7 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       if (args.confirm !== q.name) throw invalid(`confirm must be the queue's name ("${q.name}") to purge it`);
-      this.lagBeforeLeaving(q, this.clock.now());
+      this.lag.beforeLeaving(q, this.clock.now());
       const n = this.store.purgeLive(q.id);
       this.delayedAt.delete(q.id);
       this.audit(actor, q, 'purge', n, 'live messages');
@@ -1151,7 +1131,7 @@ export class Engine {
         if (!q) continue;
         if (row.state === WAITING && !leaving.has(q.id)) {
           leaving.add(q.id);
-          this.lagBeforeLeaving(q, now);
+          this.lag.beforeLeaving(q, now);
         }
         const policy = this.policyOf(q);
         if (row.state === DEAD || policy.onMaxAge === 'drop') {
@@ -1182,38 +1162,12 @@ export class Engine {
   }
 
   /**
-   * Runs first in every transaction. When the clock has crossed into a new half-hour step, the
-   * steps that ended are closed with each queue as the last commit left it: nothing has changed
-   * it since, so that is what waited through them. (Closed later, at the commit, a step would
-   * take on what this transaction does in the new one: a queue empty for hours and then pushed
-   * to, or whose leases ran out, showed that depth in every step of the quiet hours.)
+   * Expired dedupe keys are already ignored at look-up; this keeps the table from growing. Run when
+   * a half-hour step begins, bounded, because every operation waits for it: a backlog (a data
+   * directory from before the sweep) drains over the next steps.
    */
-  private rollLagStep(): void {
+  private sweepDedupe(): void {
     const now = this.clock.now();
-    const step = lagStepOf(now);
-    if (step === this.lastLagStep) return;
-    // The step that ended is the last one seen, not simply the one before now: after a suspended
-    // process, a restart or a long jump of the clock, several steps may have gone by.
-    const ended = this.lastLagStep;
-    this.lastLagStep = step;
-    this.lagRolledFrom = ended;
-    if (step > ended) {
-      const from = Math.max(ended, step - LAG_STEPS * HALF_HOUR);
-      for (const q of this.store.listQueues()) {
-        if (q.n_waiting === 0) continue;
-        for (let s = from; s < step; s += HALF_HOUR) {
-          // What the oldest message had waited by the step's last instant.
-          const oldest = this.store.oldestReadyAt(q.id, s + HALF_HOUR);
-          this.closeLagStep(q, s, oldest === null ? 0 : Math.max(0, s + HALF_HOUR - oldest), now);
-        }
-        // A queue that holds messages gets a point in the new step even if nothing moves.
-        this.touched.add(q.id);
-      }
-    }
-    this.store.lagSweep(now - 25 * TIME.HOUR);
-    // Expired dedupe keys are already ignored at look-up; this keeps the table from growing.
-    // Bounded, because every operation waits for it: a backlog (a data directory from before the
-    // sweep) drains over the next steps.
     for (let i = 0; i < DEDUPE_SWEEP_BATCHES; i++) if (this.store.sweepDedupe(now, DEDUPE_SWEEP_ROWS) < DEDUPE_SWEEP_ROWS) break;
   }
 
@@ -1227,7 +1181,7 @@ export class Engine {
     consider(this.waiters.nextDeadline());
     consider(this.consumers.nextDue());
     // Steps of the lag history roll over for queues that hold messages.
-    if (this.store.anyWaiting()) consider(this.lastLagStep + HALF_HOUR);
+    if (this.store.anyWaiting()) consider(this.lag.nextStepAt());
     return t;
   }
 
@@ -1379,155 +1333,6 @@ export class Engine {
     }
   }
 
-  // ------------------------------------------------------------------ lag history
-
-  /** Depth and wait seen just before a change (a claim) that the after-commit reading would miss. */
-  private lagBefore = new Map<number, { depth: number; wait: number }>();
-
-  /** Waiting messages are about to leave unclaimed (purge, age limit): what they waited still counts. */
-  private lagBeforeLeaving(q: QueueRow, now: number): void {
-    if (q.n_waiting === 0) return;
-    const oldest = this.store.oldestReadyAt(q.id, now);
-    this.lagPoint(q.id, q.n_waiting, oldest === null ? 0 : Math.max(0, now - oldest));
-  }
-
-  private lagPoint(queueId: number, depth: number, wait: number): void {
-    const p = this.lagBefore.get(queueId);
-    this.lagBefore.set(queueId, { depth: Math.max(depth, p?.depth ?? 0), wait: Math.max(wait, p?.wait ?? 0) });
-  }
-
-  private recordLag(): void {
-    const before = this.lagBefore;
-    this.lagBefore = new Map();
-    if (this.touched.size === 0) return;
-    const now = this.clock.now();
-    const start = lagStepOf(now);
-    for (const id of this.touched) {
-      const q = this.store.queueById(id);
-      if (!q) continue;
-      const oldest = q.n_waiting > 0 ? this.store.oldestReadyAt(id, now) : null;
-      const seenBefore = before.get(id);
-      const depth = Math.max(q.n_waiting, seenBefore?.depth ?? 0);
-      const wait = Math.max(oldest === null ? 0 : Math.max(0, now - oldest), seenBefore?.wait ?? 0);
-      const seen = this.lagSeen.get(id);
-      if (seen && seen.start === start && seen.depth >= depth && seen.wait >= wait && seen.now === q.n_waiting) continue;
-      const same = seen?.start === start;
-      const rec = this.lagReading(q, start, depth, wait);
-      this.lagStaged.push(rec);
-      // A step that ended is written with the first record of the next one; otherwise at most once a second.
-      if (!same || now - (this.lagWrittenAt.get(id) ?? -Infinity) >= LAG_WRITE_EVERY_MS) {
-        // (A step closed by rollLagStep in this transaction may have its last reading among these:
-        // its depth at the end is the closing record's, as nothing changed between them.)
-        for (const r of this.unwrittenLag(q)) if (r.start !== start) this.writeLag(r, now);
-        this.writeLag(rec, now);
-      }
-    }
-  }
-
-  /** The final reading of an ended step, merged with what it holds, written at once (it no longer changes). */
-  private closeLagStep(q: QueueRow, start: number, wait: number, now: number): void {
-    const rec = this.lagReading(q, start, q.n_waiting, wait);
-    this.lagStaged.push(rec);
-    this.writeLag(rec, now);
-  }
-
-  /** A reading for step `start`: its peaks merged with the last one seen if that was the same step. */
-  private lagReading(q: QueueRow, start: number, depth: number, wait: number): LagRecord {
-    const seen = this.lagSeen.get(q.id);
-    const same = seen?.start === start;
-    return { id: q.id, pubId: q.pub_id, start, depth: Math.max(depth, same ? seen!.depth : 0), wait: Math.max(wait, same ? seen!.wait : 0), now: q.n_waiting };
-  }
-
-  /** Writes one lag record inside the open transaction; settleLag forgets it once that commits. */
-  private writeLag(r: LagRecord, at: number): void {
-    this.store.lagRecord(r.id, r.start, r.depth, r.wait, r.now);
-    this.lagWriting.push({ rec: r, at });
-  }
-
-  /** Writes every unwritten lag record in a transaction of its own (idle, close). */
-  private writeAllLag(): void {
-    if (this.lagUnwritten.size === 0) return;
-    let ok = false;
-    try {
-      this.store.transaction(() => {
-        const at = this.clock.now();
-        for (const r of this.lagUnwritten.values()) if (this.store.queueById(r.id)?.pub_id === r.pubId) this.writeLag(r, at);
-      });
-      ok = true;
-    } finally {
-      this.settleLag(ok);
-    }
-  }
-
-  /** After a commit (ok) or a rollback: what was written is forgotten, what was not stays for the next write. */
-  private settleLag(ok: boolean): void {
-    const staged = this.lagStaged;
-    const written = this.lagWriting;
-    const deleted = this.deletedQueues;
-    this.lagStaged = [];
-    this.lagWriting = [];
-    this.deletedQueues = [];
-    if (!ok) return;
-    for (const r of staged) {
-      this.lagSeen.set(r.id, { start: r.start, depth: r.depth, wait: r.wait, now: r.now });
-      this.lagUnwritten.set(lagKey(r.id, r.start), r);
-    }
-    for (const { rec, at } of written) {
-      this.lagWrittenAt.set(rec.id, at);
-      // Only if no newer reading replaced it in the meantime.
-      if (this.lagUnwritten.get(lagKey(rec.id, rec.start)) === rec) this.lagUnwritten.delete(lagKey(rec.id, rec.start));
-    }
-    for (const d of deleted) {
-      if (this.store.queueById(d.id)?.pub_id === d.pubId) continue; // its delete was rolled back with its savepoint
-      this.lagSeen.delete(d.id);
-      this.lagWrittenAt.delete(d.id);
-      // (a queue made in the same commit may have taken the id: only the deleted one's records go)
-      for (const [k, r] of this.lagUnwritten) if (r.pubId === d.pubId) this.lagUnwritten.delete(k);
-    }
-  }
-
-  /** Readings of this queue not written yet (they count in its history like written ones). */
-  private unwrittenLag(q: QueueRow): LagRecord[] {
-    const out: LagRecord[] = [];
-    for (const r of this.lagUnwritten.values()) if (r.id === q.id && r.pubId === q.pub_id) out.push(r);
-    return out;
-  }
-
-  /** 48 aligned half-hour steps ending with the current one; a step with no record carries the last depth on. */
-  private lagHistory(q: QueueRow, now: number): LagStep[] {
-    const current = lagStepOf(now);
-    const first = current - (LAG_STEPS - 1) * HALF_HOUR;
-    const { before, rows } = this.store.lagSince(q.id, first);
-    const byStart = new Map(rows.map((r) => [r.start, r]));
-    // What waits to be written merges as the upsert will: peaks by max, the depth at the end as it is now.
-    for (const u of this.unwrittenLag(q)) {
-      if (u.start < first) continue;
-      const r = byStart.get(u.start);
-      byStart.set(u.start, {
-        start: u.start,
-        peak_depth: Math.max(r?.peak_depth ?? 0, u.depth),
-        max_wait_ms: Math.max(r?.max_wait_ms ?? 0, u.wait),
-        end_depth: u.now,
-      });
-    }
-    const out: LagStep[] = [];
-    let carry = before ? before.end_depth : 0;
-    for (let s = first; s <= current; s += HALF_HOUR) {
-      const r = byStart.get(s);
-      if (r) {
-        out.push({ start: s, peakDepth: r.peak_depth, maxWaitMs: r.max_wait_ms });
-        carry = r.end_depth;
-      } else {
-        out.push({ start: s, peakDepth: s < q.created_at - HALF_HOUR ? 0 : carry, maxWaitMs: 0 });
-      }
-    }
-    const live = this.countsOf(q, now);
-    const last = out[out.length - 1];
-    last.peakDepth = Math.max(last.peakDepth, live.depth);
-    last.maxWaitMs = Math.max(last.maxWaitMs, live.oldestReadyAgeMs);
-    return out;
-  }
-
   // ------------------------------------------------------------------ tokens
 
   /**
@@ -1596,7 +1401,7 @@ export class Engine {
     this.gc.closed = true;
     if (opts.flush !== false) {
       try {
-        this.writeAllLag();
+        this.lag.flush();
         this.saveClock();
       } catch {
         // Disk full at close: the chart misses its last second, and a virtual clock restarts from its last save.
@@ -1610,24 +1415,6 @@ export class Engine {
     this.listeners.clear();
   }
 }
-
-interface LagSeen {
-  start: number;
-  depth: number;
-  wait: number;
-  now: number;
-}
-
-interface LagRecord extends LagSeen {
-  id: number;
-  /** Ids of deleted queues can be taken again; the public id tells whose record it is. */
-  pubId: string;
-}
-
-const lagKey = (queueId: number, start: number): string => `${queueId}/${start}`;
-
-/** How often a queue's lag record may be written while it keeps changing (see lagUnwritten). */
-const LAG_WRITE_EVERY_MS = 1000;
 
 function badCursor(c: unknown): never {
   throw invalid(`${v.describe(c)} is not a cursor from an earlier page`);

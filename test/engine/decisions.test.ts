@@ -818,14 +818,14 @@ describe('engine: decisions', () => {
       const dir = tempDir();
       try {
         t = makeEngine({ dataDir: dir, start: Date.UTC(2026, 0, 5, 10, 29, 58) });
-        const engine = t.engine as unknown as { lagSeen: Map<number, unknown>; lagWrittenAt: Map<number, unknown>; lagUnwritten: Map<string, unknown> };
+        const { lag } = t.engine as unknown as { lag: { seen: Map<number, unknown>; writtenAt: Map<number, unknown>; unwritten: Map<string, unknown> } };
         for (let i = 0; i < 20; i++) {
           await t.engine.createQueue({ ...ref, dialect: 'cache' });
           await t.engine.push({ ...ref, body: i });
           await t.engine.push({ ...ref, body: i });
           await t.engine.deleteQueue(ref);
         }
-        assert.deepEqual([engine.lagSeen.size, engine.lagWrittenAt.size, engine.lagUnwritten.size], [0, 0, 0]);
+        assert.deepEqual([lag.seen.size, lag.writtenAt.size, lag.unwritten.size], [0, 0, 0]);
         await t.engine.createQueue({ ...ref, dialect: 'cache' });
         const { lagHistory } = await t.engine.stats(ref);
         assert.equal(Math.max(...lagHistory.map((s) => s.peakDepth)), 0);
