@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env node
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Connection as ConnectionT } from './clients/connection';

@@ -1,7 +1,10 @@
 /**
- * V8 flags for the emulator's own process, wherever Quayside launches it: `npm start`, the
- * `quayside` bin (its shebang) and the VS Code extension. (`startEmulator()` runs in the app's
- * process and leaves its flags alone.)
+ * V8 flags for the emulator's own process where Quayside launches it: `npm start` and the VS Code
+ * extension (and the bench). (`startEmulator()` runs in the app's process and leaves its flags
+ * alone. The `quayside` bin's shebang is a plain `#!/usr/bin/env node`: `env -S`, which would
+ * carry a flag there, is missing from BusyBox's env (Alpine images) and the BSDs', and a bin
+ * that does not start is worse than a larger nursery. The flag cannot be set once V8 has made
+ * the heap.)
  *
  * The young generation is capped at 4 MiB a semi-space; V8's default grows it to 16 under load.
  * The emulator's garbage is short-lived request frames and rows: the smaller nursery costs 2–3 %

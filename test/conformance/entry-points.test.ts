@@ -137,4 +137,23 @@ describe('entry points (package exports, built)', function () {
     assert.deepEqual((await q.recv({ wait: false })).data, { ok: true });
     await mem.close();
   });
+
+  it('the npm package carries every entry point, its types and the bin, and not the tests, the extension or the tooling', function () {
+    this.timeout(60_000);
+    const { execFileSync } = require('node:child_process') as typeof import('node:child_process');
+    // --ignore-scripts: the build ran already (prepare would run it again)
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const files = new Set((JSON.parse(out) as { files: { path: string }[] }[])[0].files.map((f) => f.path));
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+    const wanted: string[] = [pkg.bin.quayside, 'README.md', 'LICENSE', 'package.json'];
+    for (const [sub, entry] of Object.entries(pkg.exports as Record<string, string | { types: string; default: string }>)) {
+      if (typeof entry === 'string') wanted.push(entry);
+      else wanted.push(entry.types, entry.default, entry.default.replace(/\.js$/, '.js.map'));
+      assert.ok(sub.startsWith('./'));
+    }
+    const missing = wanted.map((f) => f.replace(/^\.\//, '')).filter((f) => !files.has(f));
+    assert.deepEqual(missing, [], 'shipped');
+    const stray = [...files].filter((f) => /^(test|src|bench|scripts|media|examples|\.ci|\.tools|docs\/images)\//.test(f) || /\.(tgz|vsix)$/.test(f) || f === 'dist/extension.js');
+    assert.deepEqual(stray, [], 'not shipped');
+  });
 });
