@@ -266,6 +266,8 @@ async function peekMessages(c: Ctx, m: RegExpExecArray): Promise<[number, unknow
   const failed = failedText === '1' || failedText === 'true';
   const limitText = c.query.get('limit');
   // Up to 1,000 at once (the most a page holds), so a test's peek sees a whole small queue.
+  // Digits only: Number() would also read 0x10, 1e2 and " 5", which are not the integer the API names.
+  if (limitText !== null && !/^[0-9]{1,7}$/.test(limitText)) throw invalid(`limit must be a whole number from 1 to ${LIMITS.maxPageSize}, got ${JSON.stringify(limitText)}`);
   const limit = limitText === null ? 1000 : Number(limitText);
   const cursor = c.query.get('cursor') ?? undefined;
   // The failed area in the order messages failed (oldest first), as retry-failed takes them and the

@@ -19,7 +19,7 @@ export const ENV_SETTING_KEYS = ['maxRetries', 'maxDepth', 'maxBytes', 'retentio
 
 export function wholeNumber(v: unknown, name: string, min: number, max: number): number | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v) || v < min || v > max) throw invalid(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v) || v < min || v > max) throw invalid(`${name} must be a whole number from ${min} to ${max}, got ${typeof v === 'number' ? String(v) : JSON.stringify(v)}`);
   return v;
 }
 

@@ -192,6 +192,24 @@ describe('conformance: env HTTP API', () => {
     assert.equal((await call('GET', `/v1/queues/${q.id}/messages?limit=1`)).status, 200);
   });
 
+  it('?limit= is a whole number in digits: 0x10, 1e2, " 5", 1.5 and 0 are 400, not read as numbers', async () => {
+    const q = (await call('POST', '/v1/queues', { project: fresh('p'), environment: 'dev', slug: 'limits' })).body;
+    await call('POST', `/v1/queues/${q.id}/messages`, { messages: [{ body: 1 }, { body: 2 }, { body: 3 }] });
+    for (const bad of ['0x10', '1e2', '%205', '1.5', '0', '', 'abc', '1001']) {
+      const r = await call('GET', `/v1/queues/${q.id}/messages?limit=${bad}`);
+      assert.equal(r.status, 400, bad);
+      assert.match(r.body.error.message, /^limit must be/, bad);
+    }
+    assert.equal((await call('GET', `/v1/queues/${q.id}/messages?limit=2`)).body.messages.length, 2);
+    assert.equal((await call('GET', `/v1/queues/${q.id}/messages?limit=1000&failed=1`)).status, 200);
+  });
+
+  it('a number past what a double holds (1e400 reads as Infinity) is named as read, not as "null"', async () => {
+    const r = await fetch(`${emu.httpUrl}/v1/queues`, { method: 'POST', headers: { authorization: `Bearer ${emu.token}`, 'content-type': 'application/json' }, body: `{"project":"${fresh('p')}","environment":"dev","slug":"big","maxDepth":1e400}` });
+    assert.equal(r.status, 400);
+    assert.equal(((await r.json()) as { error: { message: string } }).error.message, 'maxDepth must be a whole number from 1 to 1000000000, got Infinity');
+  });
+
   it('a body that is not UTF-8 is 400 invalid_argument and sends nothing (it is not stored with U+FFFD in its place)', async () => {
     const project = fresh('p');
     const q = (await call('POST', '/v1/queues', { project, environment: 'dev', slug: 'utf8' })).body;
