@@ -10,6 +10,7 @@ import type { Clock } from './clock';
 import { VirtualClock } from './clock';
 import { ConsumerHub, type Attachment, type DroppedConsumers } from './consumers';
 import { GroupCommit } from './group-commit';
+import { SYSTEM_ACTOR, TokenBook, type Actor } from './tokens';
 import { LagHistory } from './lag-history';
 import { PRESETS, TIME, consumerSettings, isDialect, mergePolicy } from './presets';
 import * as v from './validate';
@@ -32,28 +33,7 @@ export interface EngineOptions {
  */
 export const CLOCK_META = 'clock_now';
 
-/** Who asks: used for namespace scoping and the audit log. */
-export interface Actor {
-  /** The token's name, a label its creator chose. */
-  name: string;
-  /** The token's id (`tokenId()`), which tells apart tokens that share a name; null: the engine's own caller. */
-  tokenId: string | null;
-  namespace: string | null;
-}
-
-export const SYSTEM_ACTOR: Actor = { name: 'system', tokenId: null, namespace: null };
-
-/**
- * A token's public id for the audit log: a keyed fingerprint of the secret (HMAC with a random key
- * kept in the data directory), the same for every use of one token and different between tokens.
- * Keyed, so an id is no help in testing guesses of a token someone chose (`--token dev`).
- */
-export function tokenId(key: string, token: string): string {
-  return `tok_${crypto.createHmac('sha256', key).update(token).digest('hex').slice(0, 12)}`;
-}
-
-/** `meta` key of the token-id key (see tokenId). */
-const TOKEN_ID_KEY = 'token_id_key';
+export { SYSTEM_ACTOR, tokenId, type Actor } from './tokens';
 
 /** Far above any receipt the engine hands out (`r_<id>_<token>`); longer is not a receipt. */
 const MAX_RECEIPT_CHARS = 200;
@@ -125,6 +105,7 @@ export class Engine {
   private jobEvents: { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }[] = [];
   private touched = new Set<number>();
   private readonly lag: LagHistory;
+  private readonly tokens: TokenBook;
   private dailyQuota: number | null;
   /** Some namespace has its own quota (set by namespace.configure, now or in an earlier run). */
   private quotasInUse: boolean;
@@ -143,6 +124,7 @@ export class Engine {
     this.quotasInUse = this.store.anyQuota();
     this.gc = new GroupCommit(this.store);
     this.lag = new LagHistory(this.store, this.clock);
+    this.tokens = new TokenBook(this.store, this.clock);
     this.gc.afterBegin = () => {
       if (this.lag.roll(this.touched)) this.sweepDedupe();
     };
@@ -1337,55 +1319,20 @@ export class Engine {
 
   /**
    * A new token: `access` read or readwrite, for one `namespace` (null: all), named for the audit
-   * log. Its arguments are checked here for every caller (the protocol, startEmulator's handle); a
-   * token scoped to one namespace makes tokens for that namespace only.
+   * log; committed before it is handed out.
    */
   createToken(access: unknown, namespace: unknown, name: unknown, actor: Actor = SYSTEM_ACTOR): Promise<string> {
-    return this.op(() => {
-      if (access !== 'read' && access !== 'readwrite') throw invalid(`access must be "read" or "readwrite", got ${v.describe(access)}`);
-      if (namespace !== null) v.name(namespace, 'namespace');
-      v.str(name, 'name', 200);
-      if (actor.namespace !== null && namespace !== actor.namespace) throw new QuaysideError('forbidden', `this token can only create tokens for namespace "${actor.namespace}"`);
-      const token = `qs_${access === 'read' ? 'ro' : 'rw'}_${crypto.randomBytes(18).toString('base64url')}`;
-      this.store.putToken(token, name as string, access, namespace as string | null, this.clock.now());
-      return token;
-    });
+    return this.op(() => this.tokens.create(access, namespace, name, actor));
   }
 
   /** A token given at start (or kept from an earlier run) that grants read-write on everything. */
   ensureAdminToken(token: string | undefined): string {
-    const known = token === undefined ? null : this.store.getToken(token);
-    if (known && (known.access !== 'readwrite' || known.ns !== null)) {
-      // Taking it as the admin token would quietly give every holder of a narrower token all rights.
-      throw new QuaysideError('invalid_argument', `it is already a ${known.access === 'read' ? 'read-only' : 'read-write'} token for ${known.ns === null ? 'every namespace' : `namespace "${known.ns}"`} on this data directory; the emulator's own token must be another`, { details: { field: 'token' } });
-    }
-    const t = token ?? this.store.getMeta('admin_token') ?? `qs_rw_${crypto.randomBytes(18).toString('base64url')}`;
-    this.store.transaction(() => {
-      this.store.setMeta('admin_token', t);
-      this.store.putToken(t, 'admin', 'readwrite', null, this.clock.now());
-      this.tokenKey();
-    });
-    return t;
-  }
-
-  private tokenIdKey: string | null = null;
-
-  /** The key of token ids, made once per data directory. */
-  private tokenKey(): string {
-    if (this.tokenIdKey) return this.tokenIdKey;
-    let key = this.store.getMeta(TOKEN_ID_KEY);
-    if (!key) {
-      key = crypto.randomBytes(32).toString('base64url');
-      this.store.setMeta(TOKEN_ID_KEY, key);
-    }
-    this.tokenIdKey = key;
-    return key;
+    return this.tokens.ensureAdmin(token);
   }
 
   /** Who a token is, as an actor with its access; null for a token this emulator does not know. */
   lookupToken(token: string): (Actor & { access: Access }) | null {
-    const r = this.store.getToken(token);
-    return r ? { name: r.name, tokenId: tokenId(this.tokenKey(), token), access: r.access as Access, namespace: r.ns } : null;
+    return this.tokens.lookup(token);
   }
 
   // ------------------------------------------------------------------ lifecycle
