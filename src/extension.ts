@@ -42,7 +42,8 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
     void vscode.commands.executeCommand('setContext', 'quayside.virtualClock', s.state === 'running' && s.endpoint?.clock === 'virtual');
     // The view title's Stop button also cancels a pending restart.
     void vscode.commands.executeCommand('setContext', 'quayside.restartPending', s.state === 'crashed' && s.restartAt !== undefined);
-    view.message = s.state === 'crashed' ? `The emulator crashed${s.restartAt ? '; restarting…' : ''}` : undefined;
+    // (No view.message for a crash: a view with a message shows no welcome, and the crashed
+    // welcome holds the Start button.)
     if (s.state === 'running' && !tree.model.hasTransport) tree.setRunning(true, s.endpoint?.clock);
     else if (s.state !== 'running' && tree.model.hasTransport) tree.setRunning(false);
     const notice = connectionNotice(s);

@@ -38,6 +38,35 @@ describe('extension: manifest menus', () => {
     assert.deepEqual(offered(CONTEXT.messageDead), q(['copyMessageBody', 'discardMessage', 'replayMessage', 'showMessage']));
   });
 
+  it('the empty view has a welcome for every lifecycle state; stopped and crashed-for-good offer Start, and the extension sets no view message over it', () => {
+    const welcome: { contents: string; when: string }[] = manifest.contributes.viewsWelcome;
+    type Ctx = { state?: string; restartPending?: boolean; empty?: boolean };
+    const holdsFor = (when: string, c: Ctx) =>
+      when.split('||').some((alt) =>
+        alt.split('&&').every((raw) => {
+          const t = raw.trim();
+          if (t === '!quayside.state') return c.state === undefined;
+          let m = /^quayside\.state == (\w+)$/.exec(t);
+          if (m) return c.state === m[1];
+          m = /^(!?)quayside\.(restartPending|empty)$/.exec(t);
+          if (m) return Boolean(c[m[2] as 'restartPending' | 'empty']) === !m[1];
+          throw new Error(`a when clause this test cannot read: ${t}`);
+        }),
+      );
+    const shown = (c: Ctx) => welcome.filter((w) => holdsFor(w.when, c)).map((w) => w.contents);
+    for (const c of [{}, { state: 'stopped' }, { state: 'crashed' }] as Ctx[]) {
+      assert.equal(shown(c).length, 1, JSON.stringify(c));
+      assert.match(shown(c)[0], /\[Start Emulator\]\(command:quayside\.start\)/, JSON.stringify(c));
+    }
+    assert.match(shown({ state: 'crashed' })[0], /crashed and was not restarted/);
+    assert.deepEqual(shown({ state: 'crashed', restartPending: true }), ['The Quayside emulator crashed; restarting it…']);
+    for (const state of ['starting', 'stopping']) assert.equal(shown({ state }).length, 1, state);
+    assert.equal(shown({ state: 'running', empty: true }).length, 1);
+    assert.deepEqual(shown({ state: 'running' }), [], 'a running emulator with queues shows the tree');
+    const ext = fs.readFileSync(path.join(REPO, 'src', 'extension.ts'), 'utf8');
+    assert.doesNotMatch(ext, /view\.message\s*=/, 'a view message would hide the welcome (and its Start button)');
+  });
+
   it('every viewItem a menu keys on is a contextValue the tree gives', () => {
     const values: string[] = Object.values(CONTEXT);
     for (const e of itemMenus) assert.ok(values.some((v) => holds(e.when, v)), `${e.command}: ${e.when} matches no node`);
