@@ -32,3 +32,12 @@ export class EmulatorClock {
     return this.mode === 'virtual' ? this.known : this.local() + (this.known - this.seenAt);
   }
 }
+
+/**
+ * How long the oldest ready message has waited by `now`, from counts taken at `countsAt` (both
+ * the emulator's time): its wait grows until the next change says otherwise (a backlog nobody
+ * touches sends no events), and stands still with a virtual clock between advances.
+ */
+export function oldestWaitAt(c: { ready: number; oldestReadyAgeMs: number }, countsAt: number, now: number): number {
+  return c.ready > 0 ? c.oldestReadyAgeMs + Math.max(0, now - countsAt) : 0;
+}

@@ -4,7 +4,7 @@
 import type { ChangeEvent, Dialect, MessageView, QueueCounts, QueueInfo, ServerEvent } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
-import { EmulatorClock } from '../core/emulatorClock';
+import { EmulatorClock, oldestWaitAt } from '../core/emulatorClock';
 import { deadAreaLabel, formatCount } from '../core/wording';
 
 export type FolderKind = 'messages' | 'dead';
@@ -161,6 +161,8 @@ export interface ChangeEffect {
 export class TreeModel {
   private transport: Transport | undefined;
   private queues = new Map<string, QueueInfo>();
+  /** When each queue's counts were taken (the emulator's time), so the oldest wait can grow from there. */
+  private countsAt = new Map<string, number>();
   private pages = new Map<string, Page>();
   private nodes = new Map<string, TreeNode>();
   private loadedRoot = false;
@@ -182,6 +184,7 @@ export class TreeModel {
   setTransport(t: Transport | undefined): void {
     this.transport = t;
     this.queues.clear();
+    this.countsAt.clear();
     this.pages.clear();
     this.loadedRoot = false;
     this.rootError = undefined;
@@ -310,6 +313,7 @@ export class TreeModel {
       const k = key(q.namespace, q.name);
       seen.add(k);
       this.queues.set(k, q);
+      this.countsAt.set(k, this.now());
     }
     for (const k of [...this.queues.keys()]) if (!seen.has(k)) this.forgetQueue(k);
     this.loadedRoot = true;
@@ -325,6 +329,7 @@ export class TreeModel {
 
   private forgetQueue(k: string): void {
     this.queues.delete(k);
+    this.countsAt.delete(k);
     for (const f of ['messages', 'dead'] as const) this.pages.delete(`folder:${k}${SEP}${f}`);
     for (const id of [...this.nodes.keys()]) if (id.includes(k + SEP) || id === `queue:${k}`) this.nodes.delete(id);
   }
@@ -382,7 +387,7 @@ export class TreeModel {
             ? [
                 `${q.namespace}/${q.name} (${q.dialect})`,
                 c ? countsDetail(c) : '',
-                c && c.oldestReadyAgeMs ? `oldest ready message waiting ${formatDuration(c.oldestReadyAgeMs)}` : '',
+                c && c.ready > 0 ? `oldest ready message waiting ${formatDuration(oldestWaitAt(c, this.countsAt.get(key(n.namespace, n.queue)) ?? this.now(), this.now()))}` : '',
                 q.consumer ? `consumer app: ${q.consumer.appId}` : '',
               ]
                 .filter(Boolean)
@@ -455,7 +460,10 @@ export class TreeModel {
     const q = this.queues.get(k);
     if (!q) return { root: true, nodes: [] };
     const deadBefore = q.counts.dead;
-    if (e.counts) q.counts = e.counts;
+    if (e.counts) {
+      q.counts = e.counts;
+      this.countsAt.set(k, e.at);
+    }
     const nodes: TreeNode[] = [];
     for (const f of foldersFor(e.kind)) {
       const page = this.pages.get(this.folderId(e.namespace, e.queue, f));

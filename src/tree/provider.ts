@@ -125,6 +125,12 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
     return item;
   }
 
+  /** On hover: the tooltip afresh, so the oldest wait it gives has grown since the item was drawn. */
+  resolveTreeItem(item: vscode.TreeItem, node: TreeNode): vscode.TreeItem {
+    item.tooltip = this.model.view(node).tooltip;
+    return item;
+  }
+
   async getChildren(node?: TreeNode): Promise<TreeNode[]> {
     const out = await this.model.children(node);
     if (!node) {

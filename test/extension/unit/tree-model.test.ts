@@ -183,6 +183,26 @@ describe('extension: tree model', () => {
     assert.equal(messageDescription(message('x', 'delayed', 1, { visibleAt: 70_000, attempts: 2 }), 10_000), 'delayed 1 min · 2 attempts');
   });
 
+  it('a queue\'s tooltip gives the oldest wait as it is now: it grows between events (a backlog sends none)', async () => {
+    let local = 1_000_000;
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 2, oldestReadyAgeMs: 3_000 })];
+    const m = new TreeModel({ now: () => local });
+    m.setTransport(t);
+    await m.children();
+    const node = m.queueNode('ns', 'q');
+    const wait = () => /oldest ready message waiting (.+)/.exec(String(m.view(node).tooltip))?.[1];
+    assert.equal(wait(), '3 s');
+    local += 60_000;
+    assert.equal(wait(), '1 min 3 s', 'a minute later, with no event');
+    m.apply({ ...change('ns', 'q', 'leased', { ready: 1, oldestReadyAgeMs: 2_000 }), at: local });
+    assert.equal(wait(), '2 s', 'an event resets it to what it says');
+    local += 5_000;
+    assert.equal(wait(), '7 s');
+    m.apply({ ...change('ns', 'q', 'leased', { ready: 0, leased: 2 }), at: local });
+    assert.equal(wait(), undefined, 'nothing ready: no wait');
+  });
+
   describe('times against the emulator\'s clock', () => {
     async function delayedTree(mode: 'system' | 'virtual') {
       let local = 1_000_000;
