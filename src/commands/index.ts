@@ -17,8 +17,8 @@ import type { TreeNode } from '../tree/model';
 import type { QueueTreeProvider } from '../tree/provider';
 import { confirm, pickMessage, pickNamespace, pickQueue, withProgress, withStatusProgress } from './ui';
 import { NEW_NAMESPACE_LABEL, deadLetterItem, messagePickHint, type NamespaceItem } from './picks';
-import { messageUri, type MessageDocuments } from '../messageDocs';
-import { checkAttributes, checkDedupeKey } from '../panel/validate';
+import { MESSAGE_SCHEME, messageUri, type MessageDocuments } from '../messageDocs';
+import { checkAttributes, checkDedupeKey, delayProblem } from '../panel/validate';
 import { isPanelTab, type ExportFormat, type PanelTab } from '../panel/messages';
 import { PanelHandler } from '../panel/handler';
 import { vscodeUi } from '../panel';
@@ -311,6 +311,19 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         void vscode.window.showErrorMessage('Quayside: open a JSON document first; its content is the message body.');
         return;
       }
+      // One of Quayside's own message documents (Show Message): its body is pushed again, not the
+      // whole view (id, state, attempts…) around it; a document of a message that is gone has none.
+      if (editor?.document.uri.scheme === MESSAGE_SCHEME && !selection) {
+        const shown = parseJsonBody(source);
+        const view = shown.ok && shown.value !== null && typeof shown.value === 'object' ? (shown.value as Record<string, unknown>) : undefined;
+        if (!view || !('body' in view) || !('state' in view)) {
+          const msg = 'Quayside: this message document shows no message (it is gone); there is no body to push.';
+          if (isProgrammatic(arg)) throw new Error(msg);
+          void vscode.window.showErrorMessage(msg);
+          return;
+        }
+        source = JSON.stringify(view.body);
+      }
       const parsed = parseJsonBody(source);
       if (!parsed.ok) {
         const msg = `Quayside: the ${selection ? 'selection' : 'document'} is not a valid JSON body. ${parsed.error}`;
@@ -582,10 +595,17 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     );
     if (!how) return undefined;
     if (how.label === 'Push') return {};
+    // The queue's own limit, so a delay it would refuse is caught before the other questions.
+    const maxDelayMs = await t.request('queue.get', ref).then((q) => q.policy.maxDelayMs, () => undefined);
     const delay = await vscode.window.showInputBox({
       title: `${title}: delay`,
       prompt: 'Deliver after this long (e.g. 30s, 5m, 1h); empty for now',
-      validateInput: (s) => (!s.trim() || parseDuration(s) !== undefined ? undefined : 'A duration such as 30s, 5m, 1h or 1500 (ms); empty for none'),
+      validateInput: (s) => {
+        if (!s.trim()) return undefined;
+        const ms = parseDuration(s);
+        if (ms === undefined) return 'A duration such as 30s, 5m, 1h or 1500 (ms); empty for none';
+        return delayProblem(ms, maxDelayMs);
+      },
     });
     if (delay === undefined) return undefined;
     const key = await vscode.window.showInputBox({ title: `${title}: dedupe key`, prompt: 'A dedupe key; empty for none', validateInput: (s) => checkDedupeKey(s.trim()) });

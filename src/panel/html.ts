@@ -118,7 +118,7 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
         <table class="grid" id="dead-table">
           <thead><tr>
             <th class="check"><input type="checkbox" id="dead-select-page" aria-label="Select page"></th>
-            <th>ID</th><th>Reason</th><th>Last error</th><th class="num">Attempts</th><th>Dead since</th><th class="body-col">Body</th>
+            <th>ID</th><th>Reason</th><th>Last error</th><th class="num">Attempts</th><th id="dead-since-head">Dead since</th><th class="body-col">Body</th>
           </tr></thead>
           <tbody id="dead-rows"></tbody>
         </table>

@@ -155,7 +155,16 @@ export interface PushPlan {
 
 export type FieldErrors = Partial<Record<keyof PushForm, string>>;
 
-export function validatePushForm(form: PushForm): { ok: true; plan: PushPlan } | { ok: false; errors: FieldErrors } {
+/** A delay past the queue's `maxDelayMs` (the emulator would refuse it), said in seconds as the form asks. */
+export function delayProblem(delayMs: number, maxDelayMs: number | undefined): string | undefined {
+  if (maxDelayMs === undefined || delayMs <= maxDelayMs) return undefined;
+  const s = maxDelayMs / 1000;
+  const human = s % 86400 === 0 ? `${s / 86400} d` : s % 3600 === 0 ? `${s / 3600} h` : s % 60 === 0 ? `${s / 60} min` : `${s} s`;
+  return `Delay must be at most ${s.toLocaleString('en-US')} seconds (${human}) on this queue`;
+}
+
+/** `maxDelayMs`: the queue's, when known, so a delay it would refuse is caught here. */
+export function validatePushForm(form: PushForm, limits: { maxDelayMs?: number } = {}): { ok: true; plan: PushPlan } | { ok: false; errors: FieldErrors } {
   const errors: FieldErrors = {};
   const plan: PushPlan = { body: undefined, count: 1 };
 
@@ -167,6 +176,7 @@ export function validatePushForm(form: PushForm): { ok: true; plan: PushPlan } |
   if (delay !== '') {
     const n = Number(delay);
     if (!Number.isFinite(n) || n < 0) errors.delaySeconds = 'Delay must be a number of seconds, 0 or more';
+    else if (delayProblem(Math.round(n * 1000), limits.maxDelayMs)) errors.delaySeconds = delayProblem(Math.round(n * 1000), limits.maxDelayMs);
     else if (n > 0) plan.delayMs = Math.round(n * 1000);
   }
 

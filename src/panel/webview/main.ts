@@ -2,7 +2,7 @@
 // It talks to the extension only through postMessage (typed in ../messages.ts) and renders every piece
 // of message data as text.
 
-import { EmulatorClock } from '../../core/emulatorClock';
+import { EmulatorClock, oldestWaitAt } from '../../core/emulatorClock';
 import {
   ALL_STATES,
   PAGE_SIZES,
@@ -97,6 +97,8 @@ const ref: QueueRef = { namespace: body.dataset.namespace ?? '', queue: body.dat
 const st = {
   queue: null as QueueInfo | null,
   counts: null as QueueCounts | null,
+  /** When the counts were taken (the emulator's time): the oldest wait grows from there. */
+  countsAt: 0,
   tab: (isPanelTab(saved.tab) ? saved.tab : 'messages') as PanelTab,
   states: new Set<MessageState>(Array.isArray(saved.states) && saved.states.length ? saved.states.filter((x) => ALL_STATES.includes(x)) : ALL_STATES),
   search: typeof saved.search === 'string' ? saved.search : '',
@@ -132,7 +134,8 @@ function toast(text: string, kind: 'info' | 'error' | 'progress' = 'info', stick
   if (!sticky) toastTimer = setTimeout(() => show(el, false), kind === 'error' ? 7000 : 3500);
 }
 
-function fail(e: unknown, what: string) {
+/** `asked`: the user's own action (a button), which always says why it did nothing. */
+function fail(e: unknown, what: string, asked = false) {
   if (e instanceof RequestError) {
     if (e.code === 'cancelled') {
       show($('toast'), false);
@@ -142,6 +145,7 @@ function fail(e: unknown, what: string) {
     // the host gave stays (a retry's "not running" says less).
     if (e.code === 'unavailable') {
       if (!st.down) setDown(e.message);
+      if (asked) toast(`${what}: ${e.message}`, 'error');
       return;
     }
     toast(`${what}: ${e.message}`, 'error');
@@ -169,6 +173,8 @@ setInterval(() => {
 // ---- header ---------------------------------------------------------------------------------
 
 const STATE_LABEL: Record<MessageState, string> = { ready: 'Ready', delayed: 'Delayed', leased: 'Leased', dead: 'Dead' };
+/** A state's name as this queue's dialect says it (env: "Failed" for dead). */
+const stateLabel = (s: MessageState) => (s === 'dead' ? words().short : STATE_LABEL[s]);
 
 function renderCounts() {
   const c = st.counts;
@@ -181,18 +187,36 @@ function renderCounts() {
     item('delayed', 'Delayed', num(c.delayed), 'Not visible until their delay ends'),
     item('leased', 'In flight', num(c.leased), 'Leased by a consumer'),
     item('dead', words().short, num(c.dead), capital(words().where)),
-    item('wait', 'Oldest wait', waitTime(c.oldestReadyAgeMs), 'How long the oldest ready message has waited'));
+    item('wait', 'Oldest wait', oldestWait(), 'How long the oldest ready message has waited'));
   $('dead-pill').textContent = c.dead ? num(c.dead) : '';
   renderStateChips();
   if (st.tab === 'metrics') renderCards();
 }
+
+/** The oldest ready message's wait now: it grows between changes (a backlog nobody touches sends none). */
+function oldestWait(): string {
+  return st.counts ? waitTime(oldestWaitAt(st.counts, st.countsAt, now())) : '—';
+}
+
+function setCounts(c: QueueCounts, at: number) {
+  st.counts = c;
+  st.countsAt = at;
+  renderCounts();
+}
+
+// The waits shown run with a system clock; only their text changes (the chips keep their focus).
+setInterval(() => {
+  if (!st.counts?.ready || st.clock.virtual || st.down) return;
+  const text = oldestWait();
+  document.querySelectorAll('.count.wait .value, .card.wait.oldest .card-value').forEach((el) => (el.textContent = text));
+}, 1000);
 
 function renderStateChips() {
   const el = $('state-filter');
   const c = st.counts;
   replace(el, ALL_STATES.map((s) =>
     h('button', { type: 'button', class: `chip state-${s}`, 'data-state': s, 'aria-pressed': st.states.has(s) ? 'true' : 'false' },
-      STATE_LABEL[s], c ? h('span', { class: 'chip-count' }, num(c[s])) : null)));
+      stateLabel(s), c ? h('span', { class: 'chip-count' }, num(c[s])) : null)));
 }
 
 // ---- tabs -----------------------------------------------------------------------------------
@@ -226,14 +250,14 @@ async function refreshTab() {
 // ---- messages list --------------------------------------------------------------------------
 
 function stateBadge(s: MessageState) {
-  return h('span', { class: `badge state-${s}` }, STATE_LABEL[s]);
+  return h('span', { class: `badge state-${s}` }, stateLabel(s));
 }
 
 function whenCell(m: MessageView) {
   const t = now();
   if (m.state === 'leased' && m.leaseUntil) return h('span', { title: `Lease ends ${isoTime(m.leaseUntil)}` }, `lease ends ${relativeShort(m.leaseUntil, t)}`);
   if (m.state === 'delayed') return h('span', { title: isoTime(m.visibleAt) }, `visible ${relativeShort(m.visibleAt, t)}`);
-  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, `dead ${relativeShort(m.deadAt, t)}`);
+  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, `${words().short.toLowerCase()} ${relativeShort(m.deadAt, t)}`);
   return h('span', { title: isoTime(m.visibleAt) }, 'visible');
 }
 
@@ -363,8 +387,8 @@ function renderDetail(target: HTMLElement, m: MessageView | null, id: string) {
       field('Enqueued', timeNode(m.enqueuedAt)),
       field(m.state === 'delayed' ? 'Visible at' : 'Visible since', timeNode(m.visibleAt)),
       field('Lease ends', timeNode(m.leaseUntil)),
-      field('Dead since', timeNode(m.deadAt)),
-      field('Dead reason', m.deadReason, 'reason'),
+      field(`${words().short} since`, timeNode(m.deadAt)),
+      field(`${words().short} reason`, m.deadReason, 'reason'),
       field('Dedupe key', m.dedupeKey, 'mono'),
       field('Content type', m.contentType, 'mono'),
       field('Ordering key', m.orderingKey, 'mono'),
@@ -406,6 +430,7 @@ const words = () => deadWords(st.queue?.dialect);
 
 function renderDeadArea() {
   $('dead-label').textContent = deadAreaLabel(st.queue?.dialect);
+  $('dead-since-head').textContent = `${words().short} since`;
   // Only the first hint: once a detail was shown (or said the message is gone) it stays.
   const hint = document.getElementById('dead-hint');
   if (hint) hint.textContent = `Select a ${words().one} to see why it failed.`;
@@ -491,7 +516,7 @@ async function replay(ids: string[] | 'all', button: HTMLButtonElement | null) {
     else for (const id of ids) st.dead.selected.delete(id);
     scheduleRefresh(0);
   } catch (e) {
-    fail(e, 'Replay failed');
+    fail(e, 'Replay failed', true);
   }
 }
 
@@ -504,7 +529,7 @@ async function discard(ids: string[] | 'all', button: HTMLButtonElement | null) 
     else for (const id of ids) st.dead.selected.delete(id);
     scheduleRefresh(0);
   } catch (e) {
-    fail(e, ids === 'all' ? 'Purge failed' : 'Discard failed');
+    fail(e, ids === 'all' ? 'Purge failed' : 'Discard failed', true);
   }
 }
 
@@ -515,7 +540,7 @@ async function exportMessages(ids: string[] | null, button: HTMLButtonElement | 
       request('export', ids ? { format, ids } : { format, states: statesList(), search: st.search || undefined }, onProgress));
     if (r) toast(`Exported ${num(r.exported)} ${r.exported === 1 ? 'message' : 'messages'} to ${r.target}`);
   } catch (e) {
-    fail(e, 'Export failed');
+    fail(e, 'Export failed', true);
   }
 }
 
@@ -541,7 +566,7 @@ function showPushErrors(errors: FieldErrors, only?: (keyof PushForm)[]) {
 }
 
 function validatePush(only?: (keyof PushForm)[]) {
-  const v = validatePushForm(readPushForm());
+  const v = validatePushForm(readPushForm(), { maxDelayMs: st.queue?.policy.maxDelayMs });
   showPushErrors(v.ok ? {} : v.errors, only);
   return v;
 }
@@ -585,7 +610,7 @@ function renderCards() {
     card('Depth', c ? num(c.depth) : '—', c ? `${num(c.ready)} ready · ${num(c.delayed)} delayed` : '', 'depth'),
     card('In flight', c ? num(c.leased) : '—', 'leased now'),
     card(words().short, c ? num(c.dead) : '—', words().where, 'dead'),
-    card('Oldest wait', c ? waitTime(c.oldestReadyAgeMs) : '—', 'of a ready message', 'wait'),
+    card('Oldest wait', oldestWait(), 'of a ready message', 'wait oldest'),
     card('24 h peak depth', num(peak), 'highest in a half hour', 'depth'),
     card('24 h longest wait', waitTime(wait), 'of the oldest message', 'wait'));
 }
@@ -594,9 +619,8 @@ async function loadStats() {
   try {
     const r = await request('stats', {});
     st.clock.observe(r.now);
-    st.counts = r.counts;
     st.lag = r.lagHistory;
-    renderCounts();
+    setCounts(r.counts, r.now);
     renderCards();
     renderChart($('chart'), $('chart-tip'), r.lagHistory);
     setUp();
@@ -658,10 +682,7 @@ function onHostEvent(e: PanelEvent) {
         void init();
         return;
       }
-      if (e.counts) {
-        st.counts = e.counts;
-        renderCounts();
-      }
+      if (e.counts) setCounts(e.counts, e.at);
       $('live').classList.add('pulse');
       setTimeout(() => $('live').classList.remove('pulse'), 600);
       scheduleRefresh();
@@ -675,10 +696,7 @@ function onHostEvent(e: PanelEvent) {
       else void init();
       return;
     case 'deleted':
-      st.deleted = true;
-      $('banner-text').textContent = 'This queue was deleted.';
-      show($('banner-retry'), false);
-      show($('banner'), true);
+      showGone('This queue was deleted.');
       return;
     case 'show':
       setTab(e.tab);
@@ -687,6 +705,7 @@ function onHostEvent(e: PanelEvent) {
       // Times are relative to it ("visible in 4 s"); what changed state comes as `changed`.
       if (!st.clock.virtual) return;
       st.clock.observe(e.now);
+      renderCounts(); // the oldest wait grew by the advance
       scheduleRefresh();
       return;
     default: {
@@ -695,6 +714,30 @@ function onHostEvent(e: PanelEvent) {
       return unhandled;
     }
   }
+}
+
+/**
+ * The queue is not there (deleted, or not on the emulator that runs now): what was shown of it
+ * goes, and only its creation brings the panel back (see `changed`).
+ */
+function showGone(text: string) {
+  st.deleted = true;
+  st.counts = null;
+  renderCounts();
+  $('dead-pill').textContent = '';
+  for (const [p, render, detail] of [[st.msg, renderMessages, 'detail'], [st.dead, renderDead, 'dead-detail']] as const) {
+    p.seq++; // a page still on its way is of the queue that is gone
+    p.page = { messages: [], total: 0, next: null };
+    p.selected.clear();
+    p.detailId = null;
+    resetPaging(p);
+    render();
+    replace($(detail), h('div', { class: 'placeholder' }, 'No message selected.'));
+  }
+  $('banner-text').textContent = text;
+  show($('banner-retry'), false);
+  show($('banner'), true);
+  $('live').classList.add('off');
 }
 
 let initRun: Promise<boolean> | null = null;
@@ -722,22 +765,29 @@ async function loadQueue(): Promise<boolean> {
     const r = await request('init', {});
     st.queue = r.queue;
     st.counts = r.queue.counts;
+    st.countsAt = r.now;
     st.clock.setMode(r.clock);
     st.clock.observe(r.now);
     $('queue-dialect').textContent = r.queue.dialect;
     $('queue-dialect').title = `${r.queue.dialect} dialect · lease ${duration(r.queue.policy.leaseMs)} · ${r.queue.policy.maxDeliveries} deliveries before dead`;
     renderDeadArea();
     renderCounts();
+    if (st.deleted) {
+      // There again (back on the emulator that has it).
+      st.deleted = false;
+      show($('banner'), false);
+      show($('banner-retry'), true);
+      $('live').classList.remove('off');
+    }
     setUp();
     // The host opened the panel on a tab (Show Audit Log, Show Depth and Lag Chart).
     if (r.tab && r.tab !== st.tab) setTab(r.tab);
     else await refreshTab();
     return true;
   } catch (e) {
-    if (e instanceof RequestError && e.code === 'not_found') {
-      $('banner-text').textContent = `Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`;
-      show($('banner'), true);
-    } else fail(e, 'Could not open the queue');
+    // (Another emulator may have taken over, without this queue: nothing of the last one's stays.)
+    if (e instanceof RequestError && e.code === 'not_found') showGone(`Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`);
+    else fail(e, 'Could not open the queue');
     return false;
   }
 }
@@ -868,7 +918,7 @@ function wire() {
       if (r) toast(`Purged ${num(r.purged)} live ${r.purged === 1 ? 'message' : 'messages'}.`);
       scheduleRefresh(0);
     } catch (e) {
-      fail(e, 'Purge failed');
+      fail(e, 'Purge failed', true);
     }
   });
   $('dead-replay-selected').addEventListener('click', (ev) => void replay([...st.dead.selected], ev.currentTarget as HTMLButtonElement));

@@ -203,6 +203,10 @@ describe('Quayside extension in VS Code', function () {
       const again = (await vscode.commands.executeCommand('quayside.showMessage', { namespace: NS, queue: 'docs', id })) as vscode.TextDocument;
       const open = () => vscode.workspace.textDocuments.find((d) => !d.isClosed && d.uri.toString() === again.uri.toString());
       await until('the dead state shown', () => /"state": "dead"/.test(open()?.getText() ?? ''));
+      // Pushed from its message document, a message is pushed again with its own body, not the view around it.
+      await vscode.window.showTextDocument(open()!);
+      const copy = (await vscode.commands.executeCommand('quayside.pushMessageFromEditor', { namespace: NS, queue: 'docs' })) as { id: string };
+      assert.deepEqual((await app!.request('message.get', { namespace: NS, queue: 'docs', id: copy.id })).body, { doc: 1 });
     } finally {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
       await vscode.commands.executeCommand('quayside.deleteQueue', { namespace: NS, queue: 'docs', confirm: false });

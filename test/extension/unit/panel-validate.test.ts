@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { checkAttributes, checkJson, lineColumn, validatePushForm } from '../../../src/panel/validate';
+import { checkAttributes, checkJson, delayProblem, lineColumn, validatePushForm } from '../../../src/panel/validate';
 import { contentSecurityPolicy, escapeHtml, renderPanelHtml } from '../../../src/panel/html';
 
 describe('panel push-form validation and HTML shell', () => {
@@ -26,6 +26,14 @@ describe('panel push-form validation and HTML shell', () => {
     const w = validatePushForm({ body: 'nope', delaySeconds: '-3', dedupeKey: '', attributes: '"s"', count: 'x' });
     assert.equal(w.ok, false);
     assert.deepEqual(Object.keys((w as any).errors).sort(), ['attributes', 'body', 'count', 'delaySeconds']);
+    // A delay past the queue's maxDelayMs (cache: 7 days) is caught in the form, in its seconds, not by the emulator in ms.
+    const form = { body: '1', delaySeconds: '99999999', dedupeKey: '', attributes: '', count: '' };
+    const far = validatePushForm(form, { maxDelayMs: 7 * 86_400_000 });
+    assert.equal(far.ok, false);
+    assert.equal((far as any).errors.delaySeconds, 'Delay must be at most 604,800 seconds (7 d) on this queue');
+    assert.equal(validatePushForm({ ...form, delaySeconds: '604800' }, { maxDelayMs: 7 * 86_400_000 }).ok, true, 'the limit itself is taken');
+    assert.equal(validatePushForm(form).ok, true, 'no limit known: the emulator decides');
+    assert.equal(delayProblem(691_200_000, 43_200_000), 'Delay must be at most 43,200 seconds (12 h) on this queue');
   });
 
   it('attributes: one check for the Push tab and the palette, taking what the protocol takes (a JSON object, any JSON values)', () => {

@@ -161,8 +161,12 @@ export class FakeTransport implements Transport {
 
   async close(): Promise<void> {}
 
+  /** No emulator: every request fails as the switching transport fails it then. */
+  down = false;
+
   async request<K extends OpName>(op: K, args: OpArgs<K>): Promise<OpResult<K>> {
     this.calls.push({ op, args: structuredClone(args) });
+    if (this.down) throw new QuaysideError('unavailable', 'the Quayside emulator is not running');
     if (this.latencyMs) await new Promise((r) => setTimeout(r, this.latencyMs));
     const f = this.failNext.get(op);
     if (f) {

@@ -257,6 +257,21 @@ describe('queue panel webview (Chromium)', function () {
     assert.doesNotMatch(await text(p, '#counts'), /\bms\b/);
   });
 
+  it('a narrow panel (beside the side bar) keeps the body column readable: the detail goes under the list', async () => {
+    p = await openPanel(browser, fixtureQueue(), { width: 700, height: 700 });
+    await p.page.waitForSelector('#msg-rows tr');
+    await p.page.click('#msg-rows tr');
+    await p.page.waitForSelector('#detail .detail-id');
+    const body = (await p.page.locator('#msg-table th.body-col').boundingBox())!;
+    assert.ok(body.width >= 120, `the body column is ${body.width}px wide`);
+    const list = (await p.page.locator('#view-messages .list').boundingBox())!;
+    const detail = (await p.page.locator('#detail').boundingBox())!;
+    assert.ok(detail.y >= list.y + list.height - 1, 'the detail is under the list');
+    // Wide, they sit side by side.
+    await p.page.setViewportSize({ width: 1400, height: 800 });
+    await waitFor(async () => (await p.page.locator('#detail').boundingBox())!.y < (await p.page.locator('#view-messages .list').boundingBox())!.y + 50, 'side by side');
+  });
+
   it('draws the 24-hour chart: 48 half-hour steps with the numbers on hover', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
@@ -368,6 +383,31 @@ describe('queue panel webview (Chromium)', function () {
     });
   }
 
+  for (const mode of ['system', 'virtual'] as const) {
+    it(`the oldest wait grows with the emulator's ${mode} clock while nothing changes (a backlog sends no events)`, async () => {
+      const t = new FakeTransport();
+      t.clockMode = mode;
+      t.add({ id: 'old', body: { n: 1 }, enqueuedAt: t.now - 3_000, visibleAt: t.now - 3_000 });
+      p = await openPanel(browser, t, { fakeClock: true });
+      const header = () => text(p, '#counts');
+      await waitFor(async () => /Oldest wait\s+3 s/i.test(await header()), `the wait at open: ${await header()}`);
+      await p.page.clock.runFor(10_000);
+      if (mode === 'system') {
+        // Ten seconds on (a little more: the page clock flows between steps), with no event at all.
+        await waitFor(async () => /Oldest wait\s+1[3-5] s/i.test(await header()), `the wait 10 s later: ${await header()}`);
+        // The card reads the stats afresh, from an emulator whose clock ran on as well.
+        t.now += 10_000;
+        await p.page.click('#tab-metrics');
+        await waitFor(async () => /Oldest wait\s+1[3-6] s/i.test(await text(p, '#metric-cards')), `the card too: ${await text(p, '#metric-cards')}`);
+        return;
+      }
+      assert.match(await header(), /Oldest wait\s+3 s/i, 'a virtual clock stands still between advances');
+      t.now += 60_000;
+      await p.deliver({ type: 'event', event: 'clock', now: t.now });
+      await waitFor(async () => /Oldest wait\s+1 min 3 s/i.test(await header()), `after an advance of a minute: ${await header()}`);
+    });
+  }
+
   it('is told when the emulator stops (banner) and when it runs again (reloads the queue)', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
@@ -383,6 +423,18 @@ describe('queue panel webview (Chromium)', function () {
     p.handler.setConnection(true);
     await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
     await waitFor(() => p.requests.filter((r) => r.op === 'init').length === inits + 1, 'the queue reloaded');
+  });
+
+  it('a button pressed while the emulator is down says why nothing happened (background reloads stay quiet under the banner)', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.click('#tab-dead');
+    await p.page.waitForSelector('#dead-rows tr');
+    t.down = true;
+    p.handler.setConnection(false, 'the emulator is stopped');
+    await p.page.waitForSelector('#banner:not(.hidden)');
+    await p.page.click('#dead-replay-all');
+    await waitFor(async () => (await text(p, '#toast')) === 'Replay failed: the Quayside emulator is not running', `the toast: ${await text(p, '#toast')}`);
   });
 
   it('opens on the tab the host asks for: before it loads (with init) and while it shows (an event)', async () => {
@@ -415,6 +467,26 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
   });
 
+  it('back on an emulator without the queue (another one took over), the panel shows nothing of the last one; back with it, all again', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    await p.page.click('#msg-rows tr');
+    await p.page.waitForSelector('#detail .detail-id');
+    p.handler.setConnection(false, 'the emulator is starting');
+    t.failNext.set('queue.get', new QuaysideError('not_found', `queue ${t.queue} not found`));
+    p.handler.setConnection(true);
+    await waitFor(async () => (await text(p, '#banner-text')) === `Queue ${t.queue} not found in ${t.namespace}.`, 'the not-found banner');
+    assert.equal(await rowCount(p, '#msg-rows'), 0, 'no rows of the other emulator');
+    assert.equal(await text(p, '#counts'), '', 'no counts of the other emulator');
+    assert.match(await text(p, '#detail'), /No message selected/);
+    assert.equal(await p.page.getAttribute('#live', 'class'), 'live off');
+    p.handler.setConnection(false, 'the emulator is starting');
+    p.handler.setConnection(true);
+    await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
+    await waitFor(async () => (await rowCount(p, '#msg-rows')) > 0, 'its messages again');
+  });
+
   it('clears the "deleted" banner when the queue is created again', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
@@ -436,6 +508,20 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.click('#tab-dead');
     await p.page.waitForSelector('#dead-rows tr');
     assert.equal(await text(p, '#dead-detail .placeholder'), 'Select a failed message to see why it failed.');
+    assert.equal(await p.page.textContent('#dead-since-head'), 'Failed since');
+    await p.page.click('#dead-rows tr');
+    await waitFor(async () => /Failed since/.test(await text(p, '#dead-detail')), 'the detail');
+    assert.match(await text(p, '#dead-detail'), /Failed reason/);
+    assert.doesNotMatch(await text(p, '#dead-detail'), /\bDead\b/);
+    // The Messages tab: its state chip, badges and times.
+    await p.page.click('#tab-messages');
+    // Only the failed ones (the others' chips off), so they are on the first page.
+    for (const s of ['ready', 'delayed', 'leased']) await p.page.click(`#state-filter .chip.state-${s}`);
+    await waitFor(async () => (await p.page.locator('#msg-rows .badge.state-dead').count()) > 0, 'failed messages in the list');
+    assert.match(await text(p, '#state-filter .chip.state-dead'), /^Failed/);
+    assert.equal(await p.page.textContent('#msg-rows .badge.state-dead >> nth=0'), 'Failed');
+    assert.doesNotMatch(await text(p, '#msg-rows'), /\bdead\b/i);
+    await p.page.click('#tab-dead');
     // The header and the metrics say it too.
     assert.equal(await p.page.textContent('#counts .count.dead .label'), 'Failed');
     assert.equal(await p.page.getAttribute('#counts .count.dead', 'title'), 'Their retries ran out');
