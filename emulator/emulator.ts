@@ -72,10 +72,12 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const store = new Store({ dataDir: opts.memory || !opts.dataDir ? null : opts.dataDir, durability: opts.durability });
   let engine: Engine | null = null;
   let clock: Clock;
+  /** The time a virtual clock reached on this data directory, if one did. */
+  let saved: string | null = null;
   let token: string;
   let server: QuaysideServer;
   try {
-    const saved = store.getMeta(CLOCK_META);
+    saved = store.getMeta(CLOCK_META);
     clock = clockFor(opts.clock, saved === null ? null : Number(saved));
     const quota = opts.freeTier === true ? 1000 : typeof opts.freeTier === 'number' ? opts.freeTier : null;
     engine = new Engine({ store, clock, dailyQuota: quota });
@@ -87,14 +89,6 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     server = new QuaysideServer({ engine, host, port, routes: envHttpRoutes(), log: opts.log });
     await server.listen();
     engine.saveClock();
-    const ahead = clockAheadWarning(clock, saved);
-    if (ahead) {
-      try {
-        opts.log?.(ahead);
-      } catch {
-        // a logger that throws must not fail a start that worked
-      }
-    }
   } catch (e) {
     // A failed start leaves nothing open (the store's lock is released with it), and a data
     // directory it created is removed again.
@@ -142,6 +136,15 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     } catch (e) {
       await shutDown(true);
       throw e;
+    }
+  }
+  // Said once the start stands (a start that failed has said why).
+  const ahead = clockAheadWarning(clock, saved);
+  if (ahead) {
+    try {
+      opts.log?.(ahead);
+    } catch {
+      // a logger that throws must not fail a start that worked
     }
   }
   return emu;

@@ -24,10 +24,16 @@ let service: EmulatorService | undefined;
 
 export function activate(context: vscode.ExtensionContext): QuaysideApi {
   const log = vscode.window.createOutputChannel('Quayside', { log: true });
+  let lastWarning: string | undefined;
   const svc = new EmulatorService({
     getConfig: () => readConfig(context.extensionPath, context.globalStorageUri.fsPath),
     log: (line) => log.info(line),
-    warn: (message) => void vscode.window.showWarningMessage(`Quayside: ${message}`),
+    // The same warning again (an automatic restart on the same data) is in the log, not another pop-up.
+    warn: (message) => {
+      if (message === lastWarning) return;
+      lastWarning = message;
+      void vscode.window.showWarningMessage(`Quayside: ${message}`);
+    },
   });
   service = svc;
 

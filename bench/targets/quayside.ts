@@ -49,7 +49,7 @@ export interface StartedCli {
 
 /**
  * Runs `quayside start` and waits for its JSON `listening` event. Node runs with the flags the
- * emulator ships with (the bin's shebang, `npm start` and the extension pass the same), then
+ * emulator ships with (`npm start` and the extension pass the same), then
  * `nodeArgs` (a profiler's, say).
  */
 export async function startCli(opts: { dataDir?: string; memory?: boolean; extraArgs?: string[]; nodeArgs?: string[] }): Promise<StartedCli> {

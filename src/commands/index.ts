@@ -304,16 +304,25 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       const editor = uri ? (active?.document.uri.toString() === uri.toString() ? active : undefined) : active;
       const selection = editor && !editor.selection.isEmpty ? editor.selection : undefined;
       let source: string | undefined;
+      /** The document the text came from (not a `text` argument). */
+      let from: vscode.TextDocument | undefined;
       if (typeof text === 'string') source = text;
-      else if (editor) source = editor.document.getText(selection);
-      else if (uri) source = (await vscode.workspace.openTextDocument(uri)).getText();
+      else if (editor) {
+        from = editor.document;
+        source = from.getText(selection);
+      } else if (uri) {
+        from = await vscode.workspace.openTextDocument(uri);
+        source = from.getText();
+      }
       if (source === undefined) {
         void vscode.window.showErrorMessage('Quayside: open a JSON document first; its content is the message body.');
         return;
       }
-      // One of Quayside's own message documents (Show Message): its body is pushed again, not the
-      // whole view (id, state, attempts…) around it; a document of a message that is gone has none.
-      if (editor?.document.uri.scheme === MESSAGE_SCHEME && !selection) {
+      // One of Quayside's own message documents (Show Message): that message is pushed again (its
+      // body, content type and attributes), not the view (id, state, attempts…) around it; the
+      // document of a message that is gone shows none.
+      let again: Partial<PushInput> = {};
+      if (from?.uri.scheme === MESSAGE_SCHEME && !selection) {
         const shown = parseJsonBody(source);
         const view = shown.ok && shown.value !== null && typeof shown.value === 'object' ? (shown.value as Record<string, unknown>) : undefined;
         if (!view || !('body' in view) || !('state' in view)) {
@@ -323,6 +332,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
           return;
         }
         source = JSON.stringify(view.body);
+        again = pushInput(view as Partial<PushInput>, view.body);
       }
       const parsed = parseJsonBody(source);
       if (!parsed.ok) {
@@ -333,7 +343,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       }
       const ref = await pickQueue(t, arg, 'Push Message from Active Editor'); // a Uri names no queue: the pick is offered
       if (!ref) return;
-      const res = await t.request('push', { ...ref, ...pushInput((isProgrammatic(arg) ? arg : {}) as Partial<PushInput>, parsed.value) });
+      const res = await t.request('push', { ...ref, ...again, ...pushInput((isProgrammatic(arg) ? arg : {}) as Partial<PushInput>, parsed.value) });
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: pushed ${res.id} to ${qname(ref)}.`);
       return res;
     },

@@ -483,8 +483,11 @@ export class PanelHandler {
     for (const c of batch) {
       for (const k of c.kinds) kinds.add(k);
       for (const id of c.ids) if (ids.size < 1000) ids.add(id);
-      if (c.counts) counts = c.counts;
-      at = Math.max(at, c.at);
+      // The time the counts were taken (the emulator's): a `reconnected` entry's local time is not it.
+      if (c.counts) {
+        counts = c.counts;
+        at = c.at;
+      } else if (!counts) at = Math.max(at, c.at);
     }
     this.post({ type: 'event', event: 'changed', kinds: [...kinds], ids: [...ids], counts, at });
   }

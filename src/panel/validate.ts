@@ -1,6 +1,7 @@
 // Checking the push form: shared by the webview (to show errors before sending) and the host
 // (which never trusts the webview). Pure functions, no Node, no DOM.
 
+import { formatDuration } from '../core/duration';
 import { MAX_PUSH_COUNT, type PushForm } from './messages';
 
 export interface JsonCheck {
@@ -158,9 +159,7 @@ export type FieldErrors = Partial<Record<keyof PushForm, string>>;
 /** A delay past the queue's `maxDelayMs` (the emulator would refuse it), said in seconds as the form asks. */
 export function delayProblem(delayMs: number, maxDelayMs: number | undefined): string | undefined {
   if (maxDelayMs === undefined || delayMs <= maxDelayMs) return undefined;
-  const s = maxDelayMs / 1000;
-  const human = s % 86400 === 0 ? `${s / 86400} d` : s % 3600 === 0 ? `${s / 3600} h` : s % 60 === 0 ? `${s / 60} min` : `${s} s`;
-  return `Delay must be at most ${s.toLocaleString('en-US')} seconds (${human}) on this queue`;
+  return `Delay must be at most ${(maxDelayMs / 1000).toLocaleString('en-US')} seconds (${formatDuration(maxDelayMs)}) on this queue`;
 }
 
 /** `maxDelayMs`: the queue's, when known, so a delay it would refuse is caught here. */
@@ -176,8 +175,12 @@ export function validatePushForm(form: PushForm, limits: { maxDelayMs?: number }
   if (delay !== '') {
     const n = Number(delay);
     if (!Number.isFinite(n) || n < 0) errors.delaySeconds = 'Delay must be a number of seconds, 0 or more';
-    else if (delayProblem(Math.round(n * 1000), limits.maxDelayMs)) errors.delaySeconds = delayProblem(Math.round(n * 1000), limits.maxDelayMs);
-    else if (n > 0) plan.delayMs = Math.round(n * 1000);
+    else {
+      const ms = Math.round(n * 1000);
+      const tooFar = delayProblem(ms, limits.maxDelayMs);
+      if (tooFar) errors.delaySeconds = tooFar;
+      else if (ms > 0) plan.delayMs = ms;
+    }
   }
 
   const key = (form.dedupeKey ?? '').trim();

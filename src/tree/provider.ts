@@ -118,7 +118,8 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
     const item = new vscode.TreeItem(v.label, state);
     item.id = node.id;
     item.description = v.description;
-    item.tooltip = v.tooltip;
+    // The tooltip is left to resolveTreeItem (on hover): VS Code keeps one set here, and a queue's
+    // gives the oldest wait as it is when read.
     item.contextValue = v.contextValue;
     if (v.icon) item.iconPath = new vscode.ThemeIcon(v.icon.id, v.icon.color ? new vscode.ThemeColor(v.icon.color) : undefined);
     if (v.command) item.command = { command: v.command.command, title: v.command.title, arguments: [node] };

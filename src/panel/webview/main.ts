@@ -205,10 +205,13 @@ function setCounts(c: QueueCounts, at: number) {
 }
 
 // The waits shown run with a system clock; only their text changes (the chips keep their focus).
-setInterval(() => {
-  if (!st.counts?.ready || st.clock.virtual || st.down) return;
+function refreshWaits() {
   const text = oldestWait();
   document.querySelectorAll('.count.wait .value, .card.wait.oldest .card-value').forEach((el) => (el.textContent = text));
+}
+
+setInterval(() => {
+  if (st.counts?.ready && !st.clock.virtual && !st.down) refreshWaits();
 }, 1000);
 
 function renderStateChips() {
@@ -676,9 +679,7 @@ function onHostEvent(e: PanelEvent) {
         // Only a creation brings it back (recreated under the same name): start over. Anything
         // else is a late word about the deleted queue.
         if (!e.kinds.includes('queue_created')) return;
-        st.deleted = false;
-        show($('banner'), false);
-        show($('banner-retry'), true);
+        showBack();
         void init();
         return;
       }
@@ -705,7 +706,7 @@ function onHostEvent(e: PanelEvent) {
       // Times are relative to it ("visible in 4 s"); what changed state comes as `changed`.
       if (!st.clock.virtual) return;
       st.clock.observe(e.now);
-      renderCounts(); // the oldest wait grew by the advance
+      refreshWaits(); // the oldest wait grew by the advance
       scheduleRefresh();
       return;
     default: {
@@ -734,10 +735,23 @@ function showGone(text: string) {
     render();
     replace($(detail), h('div', { class: 'placeholder' }, 'No message selected.'));
   }
+  st.lag = null;
+  st.audit = null;
+  renderCards();
+  clear($('chart'));
+  clear($('audit-rows'));
   $('banner-text').textContent = text;
   show($('banner-retry'), false);
   show($('banner'), true);
   $('live').classList.add('off');
+}
+
+/** Back from `showGone`: the queue is there again (created, or on the emulator that has it). */
+function showBack() {
+  st.deleted = false;
+  show($('banner'), false);
+  show($('banner-retry'), true);
+  $('live').classList.remove('off');
 }
 
 let initRun: Promise<boolean> | null = null;
@@ -772,13 +786,7 @@ async function loadQueue(): Promise<boolean> {
     $('queue-dialect').title = `${r.queue.dialect} dialect · lease ${duration(r.queue.policy.leaseMs)} · ${r.queue.policy.maxDeliveries} deliveries before dead`;
     renderDeadArea();
     renderCounts();
-    if (st.deleted) {
-      // There again (back on the emulator that has it).
-      st.deleted = false;
-      show($('banner'), false);
-      show($('banner-retry'), true);
-      $('live').classList.remove('off');
-    }
+    if (st.deleted) showBack(); // back on the emulator that has it
     setUp();
     // The host opened the panel on a tab (Show Audit Log, Show Depth and Lag Chart).
     if (r.tab && r.tab !== st.tab) setTab(r.tab);

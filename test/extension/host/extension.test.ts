@@ -228,6 +228,9 @@ describe('Quayside extension in VS Code', function () {
     const q = (await queueNode())!;
     const item = api.tree.getTreeItem(q);
     assert.equal(item.contextValue, 'quayside.queue.dead');
+    // The tooltip comes on hover (VS Code would keep one set by getTreeItem, with its wait frozen).
+    assert.equal(item.tooltip, undefined);
+    assert.match(String(api.tree.resolveTreeItem(item, q).tooltip), /oldest ready message waiting \d+/);
     assert.equal((item.iconPath as vscode.ThemeIcon).id, 'warning');
     await until('the badge', () => api.view.badge?.value === 1);
     const [, dead] = await folders();

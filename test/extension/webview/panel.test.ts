@@ -258,12 +258,12 @@ describe('queue panel webview (Chromium)', function () {
   });
 
   it('a narrow panel (beside the side bar) keeps the body column readable: the detail goes under the list', async () => {
-    p = await openPanel(browser, fixtureQueue(), { width: 700, height: 700 });
+    p = await openPanel(browser, fixtureQueue(), { width: 1000, height: 700 });
     await p.page.waitForSelector('#msg-rows tr');
     await p.page.click('#msg-rows tr');
     await p.page.waitForSelector('#detail .detail-id');
     const body = (await p.page.locator('#msg-table th.body-col').boundingBox())!;
-    assert.ok(body.width >= 120, `the body column is ${body.width}px wide`);
+    assert.ok(body.width >= 200, `the body column is ${body.width}px wide`);
     const list = (await p.page.locator('#view-messages .list').boundingBox())!;
     const detail = (await p.page.locator('#detail').boundingBox())!;
     assert.ok(detail.y >= list.y + list.height - 1, 'the detail is under the list');
@@ -470,6 +470,9 @@ describe('queue panel webview (Chromium)', function () {
   it('back on an emulator without the queue (another one took over), the panel shows nothing of the last one; back with it, all again', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
+    await p.page.click('#tab-audit');
+    await p.page.waitForSelector('#audit-rows tr');
+    await p.page.click('#tab-messages');
     await p.page.waitForSelector('#msg-rows tr');
     await p.page.click('#msg-rows tr');
     await p.page.waitForSelector('#detail .detail-id');
@@ -480,6 +483,7 @@ describe('queue panel webview (Chromium)', function () {
     assert.equal(await rowCount(p, '#msg-rows'), 0, 'no rows of the other emulator');
     assert.equal(await text(p, '#counts'), '', 'no counts of the other emulator');
     assert.match(await text(p, '#detail'), /No message selected/);
+    assert.equal(await rowCount(p, '#audit-rows'), 0, 'no audit log of the other emulator');
     assert.equal(await p.page.getAttribute('#live', 'class'), 'live off');
     p.handler.setConnection(false, 'the emulator is starting');
     p.handler.setConnection(true);
@@ -495,9 +499,11 @@ describe('queue panel webview (Chromium)', function () {
     t.emitChange('queue_deleted');
     await p.page.waitForSelector('#banner:not(.hidden)');
     assert.equal(await text(p, '#banner-text'), 'This queue was deleted.');
+    assert.equal(await p.page.getAttribute('#live', 'class'), 'live off');
     t.emitChange('queue_created');
     await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
     await waitFor(async () => (await p.page.locator('#banner-retry.hidden').count()) === 0, 'the retry button back for next time');
+    assert.equal(await p.page.getAttribute('#live', 'class'), 'live', 'live again');
   });
 
   it('an env queue calls its dead letters "Failed", as the tree does', async () => {
