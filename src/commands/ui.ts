@@ -18,7 +18,7 @@ export async function pickQueue(transport: Transport, arg: unknown, title: strin
   }
   const items = list
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name))
-    .map((q) => ({ label: plain(q.name), description: `${plain(q.namespace)} · ${q.dialect}`, detail: countsDetail(q.counts), ref: { namespace: q.namespace, queue: q.name } }));
+    .map((q) => ({ label: plain(q.name), description: `${plain(q.namespace)} · ${q.dialect}`, detail: countsDetail(q.counts, q.dialect), ref: { namespace: q.namespace, queue: q.name } }));
   const pick = await vscode.window.showQuickPick(items, { title, placeHolder: 'Pick a queue', matchOnDescription: true });
   return pick?.ref;
 }

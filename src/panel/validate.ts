@@ -173,7 +173,8 @@ export function validatePushForm(form: PushForm, limits: { maxDelayMs?: number }
 
   const delay = (form.delaySeconds ?? '').trim();
   if (delay !== '') {
-    const n = Number(delay);
+    // Decimal digits only: Number() would also read 0x10 and 1e3.
+    const n = /^\d+(\.\d+)?$/.test(delay) ? Number(delay) : NaN;
     if (!Number.isFinite(n) || n < 0) errors.delaySeconds = 'Delay must be a number of seconds, 0 or more';
     else {
       const ms = Math.round(n * 1000);

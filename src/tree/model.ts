@@ -5,7 +5,7 @@ import type { ChangeEvent, Dialect, MessageView, QueueCounts, QueueInfo, ServerE
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
 import { EmulatorClock, oldestWaitAt } from '../core/emulatorClock';
-import { deadAreaLabel, formatCount } from '../core/wording';
+import { deadAreaLabel, deadWords, formatCount } from '../core/wording';
 
 export type FolderKind = 'messages' | 'dead';
 
@@ -72,16 +72,17 @@ export function liveCount(c: QueueCounts): number {
 }
 
 /** All four counts (tooltips, quick picks). */
-export function countsDetail(c: QueueCounts): string {
-  return `${formatCount(c.ready)} ready · ${formatCount(c.delayed)} delayed · ${formatCount(c.leased)} in flight · ${formatCount(c.dead)} dead`;
+/** `dialect`: env calls its dead letters failed (as its folder and panel do). */
+export function countsDetail(c: QueueCounts, dialect?: Dialect): string {
+  return `${formatCount(c.ready)} ready · ${formatCount(c.delayed)} delayed · ${formatCount(c.leased)} in flight · ${formatCount(c.dead)} ${deadWords(dialect).short.toLowerCase()}`;
 }
 
 /** The tree's short form: ready always, delayed / in flight / dead when there are any. */
-export function countsDescription(c: QueueCounts): string {
+export function countsDescription(c: QueueCounts, dialect?: Dialect): string {
   const parts = [`${formatCount(c.ready)} ready`];
   if (c.delayed) parts.push(`${formatCount(c.delayed)} delayed`);
   if (c.leased) parts.push(`${formatCount(c.leased)} in flight`);
-  if (c.dead) parts.push(`${formatCount(c.dead)} dead`);
+  if (c.dead) parts.push(`${formatCount(c.dead)} ${deadWords(dialect).short.toLowerCase()}`);
   return parts.join(' · ');
 }
 
@@ -382,12 +383,12 @@ export class TreeModel {
         const dead = (c?.dead ?? 0) > 0;
         return {
           label: n.queue,
-          description: c ? countsDescription(c) : undefined,
+          description: c ? countsDescription(c, q?.dialect) : undefined,
           tooltip: q
             ? [
                 `${q.namespace}/${q.name} (${q.dialect})`,
-                c ? countsDetail(c) : '',
-                c && c.ready > 0 ? `oldest ready message waiting ${formatDuration(oldestWaitAt(c, this.countsAt.get(key(n.namespace, n.queue)) ?? this.now(), this.now()))}` : '',
+                c ? countsDetail(c, q.dialect) : '',
+                c && c.ready > 0 ? this.waitLine(c, key(n.namespace, n.queue)) : '',
                 q.consumer ? `consumer app: ${q.consumer.appId}` : '',
               ]
                 .filter(Boolean)
@@ -447,6 +448,16 @@ export class TreeModel {
       case 'error':
         return { label: n.message, contextValue: CONTEXT.error, collapsible: 'none', icon: { id: 'error', color: 'list.errorForeground' } };
     }
+  }
+
+  /**
+   * "oldest ready message waiting 33 s (since 21:14:05 UTC)": VS Code keeps a tooltip once shown
+   * until the item is drawn again, so the instant says it too.
+   */
+  private waitLine(c: QueueCounts, k: string): string {
+    const now = this.now();
+    const wait = oldestWaitAt(c, this.countsAt.get(k) ?? now, now);
+    return `oldest ready message waiting ${formatDuration(wait)} (since ${new Date(now - wait).toISOString().slice(11, 19)} UTC)`;
   }
 
   // ---- live updates --------------------------------------------------------------------------

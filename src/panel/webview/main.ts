@@ -179,7 +179,11 @@ const stateLabel = (s: MessageState) => (s === 'dead' ? words().short : STATE_LA
 function renderCounts() {
   const c = st.counts;
   const el = $('counts');
-  if (!c) return clear(el);
+  if (!c) {
+    clear(el);
+    renderStateChips(); // without the counts of a queue that is gone
+    return;
+  }
   const item = (cls: string, label: string, value: string, title: string) =>
     h('span', { class: `count ${cls}`, title }, h('span', { class: 'label' }, label), h('span', { class: 'value' }, value));
   replace(el,
@@ -191,6 +195,25 @@ function renderCounts() {
   $('dead-pill').textContent = c.dead ? num(c.dead) : '';
   renderStateChips();
   if (st.tab === 'metrics') renderCards();
+}
+
+/**
+ * A relative time ("5 s ago", "visible in 4 s") that runs: the ticker below rewrites its text from
+ * the emulator's time, so a list nobody reloads does not stand still.
+ */
+function rel(at: number, prefix = '', long = false): HTMLElement {
+  const el = h('span', { 'data-at': at, 'data-prefix': prefix, 'data-long': long ? '1' : null }, relText(at, prefix, long));
+  return el;
+}
+
+function relText(at: number, prefix: string, long: boolean): string {
+  return long ? `${isoTime(at)} (${relative(at, now())})` : `${prefix}${relativeShort(at, now())}`;
+}
+
+function refreshRelTimes() {
+  document.querySelectorAll<HTMLElement>('[data-at]').forEach((el) => {
+    el.textContent = relText(Number(el.dataset.at), el.dataset.prefix ?? '', el.dataset.long === '1');
+  });
 }
 
 /** The oldest ready message's wait now: it grows between changes (a backlog nobody touches sends none). */
@@ -211,7 +234,9 @@ function refreshWaits() {
 }
 
 setInterval(() => {
-  if (st.counts?.ready && !st.clock.virtual && !st.down) refreshWaits();
+  if (st.clock.virtual || st.down) return;
+  if (st.counts?.ready) refreshWaits();
+  refreshRelTimes();
 }, 1000);
 
 function renderStateChips() {
@@ -236,6 +261,8 @@ function setTab(tab: PanelTab, load = true) {
 }
 
 async function refreshTab() {
+  // A queue that is gone has nothing to load (each tab would toast not_found over the banner).
+  if (st.deleted) return;
   switch (st.tab) {
     case 'messages':
       return loadMessages();
@@ -257,10 +284,9 @@ function stateBadge(s: MessageState) {
 }
 
 function whenCell(m: MessageView) {
-  const t = now();
-  if (m.state === 'leased' && m.leaseUntil) return h('span', { title: `Lease ends ${isoTime(m.leaseUntil)}` }, `lease ends ${relativeShort(m.leaseUntil, t)}`);
-  if (m.state === 'delayed') return h('span', { title: isoTime(m.visibleAt) }, `visible ${relativeShort(m.visibleAt, t)}`);
-  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, `${words().short.toLowerCase()} ${relativeShort(m.deadAt, t)}`);
+  if (m.state === 'leased' && m.leaseUntil) return h('span', { title: `Lease ends ${isoTime(m.leaseUntil)}` }, rel(m.leaseUntil, 'lease ends '));
+  if (m.state === 'delayed') return h('span', { title: isoTime(m.visibleAt) }, rel(m.visibleAt, 'visible '));
+  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, rel(m.deadAt, `${words().short.toLowerCase()} `));
   return h('span', { title: isoTime(m.visibleAt) }, 'visible');
 }
 
@@ -319,13 +345,13 @@ function renderMessages() {
       h('td', null, stateBadge(m.state)),
       h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))),
       h('td', { class: 'num' }, num(m.attempts)),
-      h('td', { title: isoTime(m.enqueuedAt) }, relativeShort(m.enqueuedAt, now())),
+      h('td', { title: isoTime(m.enqueuedAt) }, rel(m.enqueuedAt)),
       h('td', null, whenCell(m)));
     return tr;
   }));
   const empty = $('msg-empty');
   const filtered = st.search || st.states.size < ALL_STATES.length;
-  empty.textContent = filtered ? 'No message matches the filter.' : 'The queue is empty. Push a test message from the Push tab.';
+  empty.textContent = st.deleted ? 'No queue to list.' : filtered ? 'No message matches the filter.' : 'The queue is empty. Push a test message from the Push tab.';
   show(empty, page.messages.length === 0);
   const start = p.index * st.pageSize;
   $('msg-range').textContent = page.messages.length
@@ -367,7 +393,7 @@ function field(label: string, value: Node | string | null | undefined, cls?: str
 
 function timeNode(at: number | null) {
   if (!at) return null;
-  return h('span', { title: isoTime(at) }, `${isoTime(at)} (${relative(at, now())})`);
+  return h('span', { title: isoTime(at) }, rel(at, '', true));
 }
 
 function renderDetail(target: HTMLElement, m: MessageView | null, id: string) {
@@ -434,6 +460,7 @@ const words = () => deadWords(st.queue?.dialect);
 function renderDeadArea() {
   $('dead-label').textContent = deadAreaLabel(st.queue?.dialect);
   $('dead-since-head').textContent = `${words().short} since`;
+  $('dead-detail').setAttribute('aria-label', `${capital(words().one)} detail`);
   // Only the first hint: once a detail was shown (or said the message is gone) it stays.
   const hint = document.getElementById('dead-hint');
   if (hint) hint.textContent = `Select a ${words().one} to see why it failed.`;
@@ -475,7 +502,7 @@ function renderDead() {
       h('td', null, h('span', { class: 'reason' }, m.deadReason ?? '—')),
       h('td', { class: 'error-col', title: m.lastError ?? '' }, m.lastError ?? ''),
       h('td', { class: 'num' }, num(m.attempts)),
-      h('td', { title: m.deadAt ? isoTime(m.deadAt) : '' }, m.deadAt ? relativeShort(m.deadAt, now()) : ''),
+      h('td', { title: m.deadAt ? isoTime(m.deadAt) : '' }, m.deadAt ? rel(m.deadAt) : ''),
       h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))))));
   const empty = $('dead-empty');
   empty.textContent = isEnv() ? 'No failed messages. Messages land here when their retries run out.' : 'No dead letters. Messages land here when their deliveries run out.';
@@ -707,6 +734,7 @@ function onHostEvent(e: PanelEvent) {
       if (!st.clock.virtual) return;
       st.clock.observe(e.now);
       refreshWaits(); // the oldest wait grew by the advance
+      refreshRelTimes();
       scheduleRefresh();
       return;
     default: {
@@ -783,7 +811,7 @@ async function loadQueue(): Promise<boolean> {
     st.clock.setMode(r.clock);
     st.clock.observe(r.now);
     $('queue-dialect').textContent = r.queue.dialect;
-    $('queue-dialect').title = `${r.queue.dialect} dialect · lease ${duration(r.queue.policy.leaseMs)} · ${r.queue.policy.maxDeliveries} deliveries before dead`;
+    $('queue-dialect').title = `${r.queue.dialect} dialect · lease ${duration(r.queue.policy.leaseMs)} · ${r.queue.policy.maxDeliveries} deliveries before ${r.queue.dialect === 'env' ? 'it fails' : 'dead'}`;
     renderDeadArea();
     renderCounts();
     if (st.deleted) showBack(); // back on the emulator that has it

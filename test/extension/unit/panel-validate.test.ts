@@ -33,6 +33,8 @@ describe('panel push-form validation and HTML shell', () => {
     assert.equal((far as any).errors.delaySeconds, 'Delay must be at most 604,800 seconds (7 d) on this queue');
     assert.equal(validatePushForm({ ...form, delaySeconds: '604800' }, { maxDelayMs: 7 * 86_400_000 }).ok, true, 'the limit itself is taken');
     assert.equal(validatePushForm(form).ok, true, 'no limit known: the emulator decides');
+    for (const odd of ['0x10', '1e3', ' 5s', '-1']) assert.equal(validatePushForm({ ...form, delaySeconds: odd }).ok, false, `${odd} is no number of seconds`);
+    assert.deepEqual(validatePushForm({ ...form, delaySeconds: ' 2.5 ' }), { ok: true, plan: { body: 1, delayMs: 2500, count: 1 } });
     assert.equal(delayProblem(691_200_000, 43_200_000), 'Delay must be at most 43,200 seconds (12 h) on this queue');
   });
 

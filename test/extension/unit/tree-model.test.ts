@@ -180,6 +180,9 @@ describe('extension: tree model', () => {
     assert.equal(countsDescription({ ready: 0, delayed: 0, leased: 0, dead: 4, depth: 0, bytes: 0, oldestReadyAgeMs: 0 }), '0 ready · 4 dead');
     assert.equal(countsDescription({ ready: 5001, delayed: 0, leased: 0, dead: 12345, depth: 5001, bytes: 0, oldestReadyAgeMs: 0 }), '5,001 ready · 12,345 dead', 'as the panel formats them');
     assert.equal(countsDetail({ ready: 0, delayed: 0, leased: 0, dead: 0, depth: 0, bytes: 0, oldestReadyAgeMs: 0 }), '0 ready · 0 delayed · 0 in flight · 0 dead');
+    // env calls them failed, as its folder does.
+    assert.equal(countsDescription({ ready: 1, delayed: 0, leased: 0, dead: 3, depth: 1, bytes: 0, oldestReadyAgeMs: 0 }, 'env'), '1 ready · 3 failed');
+    assert.equal(countsDetail({ ready: 0, delayed: 0, leased: 0, dead: 2, depth: 0, bytes: 0, oldestReadyAgeMs: 0 }, 'env'), '0 ready · 0 delayed · 0 in flight · 2 failed');
     assert.equal(messageDescription(message('x', 'delayed', 1, { visibleAt: 70_000, attempts: 2 }), 10_000), 'delayed 1 min · 2 attempts');
   });
 
@@ -191,8 +194,10 @@ describe('extension: tree model', () => {
     m.setTransport(t);
     await m.children();
     const node = m.queueNode('ns', 'q');
-    const wait = () => /oldest ready message waiting (.+)/.exec(String(m.view(node).tooltip))?.[1];
+    const wait = () => /oldest ready message waiting (.+) \(since/.exec(String(m.view(node).tooltip))?.[1];
     assert.equal(wait(), '3 s');
+    // The instant too, as VS Code keeps a tooltip once shown: 1,000,000 ms − 3 s is 00:16:37 UTC.
+    assert.match(String(m.view(node).tooltip), /waiting 3 s \(since 00:16:37 UTC\)/);
     local += 60_000;
     assert.equal(wait(), '1 min 3 s', 'a minute later, with no event');
     m.apply({ ...change('ns', 'q', 'leased', { ready: 1, oldestReadyAgeMs: 2_000 }), at: local });

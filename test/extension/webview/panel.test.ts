@@ -395,6 +395,7 @@ describe('queue panel webview (Chromium)', function () {
       if (mode === 'system') {
         // Ten seconds on (a little more: the page clock flows between steps), with no event at all.
         await waitFor(async () => /Oldest wait\s+1[3-5] s/i.test(await header()), `the wait 10 s later: ${await header()}`);
+        await waitFor(async () => /\b1[3-5] s ago/.test(await text(p, '#msg-rows tr[data-id="old"]')), 'the row\'s enqueued time runs too');
         // The card reads the stats afresh, from an emulator whose clock ran on as well.
         t.now += 10_000;
         await p.page.click('#tab-metrics');
@@ -402,6 +403,7 @@ describe('queue panel webview (Chromium)', function () {
         return;
       }
       assert.match(await header(), /Oldest wait\s+3 s/i, 'a virtual clock stands still between advances');
+      assert.match(await text(p, '#msg-rows tr[data-id="old"]'), /\b3 s ago/, 'and so do the rows\' times');
       t.now += 60_000;
       await p.deliver({ type: 'event', event: 'clock', now: t.now });
       await waitFor(async () => /Oldest wait\s+1 min 3 s/i.test(await header()), `after an advance of a minute: ${await header()}`);
@@ -484,6 +486,11 @@ describe('queue panel webview (Chromium)', function () {
     assert.equal(await text(p, '#counts'), '', 'no counts of the other emulator');
     assert.match(await text(p, '#detail'), /No message selected/);
     assert.equal(await rowCount(p, '#audit-rows'), 0, 'no audit log of the other emulator');
+    assert.equal(await p.page.locator('#state-filter .chip-count').count(), 0, 'no counts on the state chips either');
+    const toasts = p.requests.length;
+    await p.page.click('#tab-dead');
+    await p.page.click('#tab-messages');
+    assert.equal(p.requests.length, toasts, 'a tab of a queue that is gone loads nothing (and toasts nothing)');
     assert.equal(await p.page.getAttribute('#live', 'class'), 'live off');
     p.handler.setConnection(false, 'the emulator is starting');
     p.handler.setConnection(true);
