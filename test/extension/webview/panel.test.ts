@@ -498,6 +498,16 @@ describe('queue panel webview (Chromium)', function () {
     await waitFor(async () => (await rowCount(p, '#msg-rows')) > 0, 'its messages again');
   });
 
+  it('reads the queue again when its settings change (the push form checks the delay against the new limit)', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    const inits = async () => (await p.sentOps()).filter((op) => op === 'init').length;
+    const before = await inits();
+    await p.deliver({ type: 'event', event: 'changed', kinds: ['queue_updated'], ids: [], counts: null, at: 0 });
+    await waitFor(async () => (await inits()) === before + 1, 'the queue read again');
+  });
+
   it('clears the "deleted" banner when the queue is created again', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
