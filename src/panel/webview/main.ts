@@ -231,6 +231,14 @@ function setCounts(c: QueueCounts, at: number) {
 function refreshWaits() {
   const text = oldestWait();
   document.querySelectorAll('.count.wait .value, .card.wait.oldest .card-value').forEach((el) => (el.textContent = text));
+  const longest = document.querySelector('.card.wait.longest .card-value');
+  if (longest) longest.textContent = waitTime(longestWait());
+}
+
+/** The 24 hours' longest wait, with the one still running (the history has it as of its last reading). */
+function longestWait(): number {
+  const recorded = (st.lag ?? []).reduce((m, x) => Math.max(m, x.maxWaitMs), 0);
+  return Math.max(recorded, st.counts ? oldestWaitAt(st.counts, st.countsAt, now()) : 0);
 }
 
 setInterval(() => {
@@ -634,7 +642,6 @@ function renderCards() {
   const c = st.counts;
   const lag = st.lag ?? [];
   const peak = lag.reduce((m, x) => Math.max(m, x.peakDepth), 0);
-  const wait = lag.reduce((m, x) => Math.max(m, x.maxWaitMs), 0);
   const card = (label: string, value: string, sub: string, cls = '') => h('div', { class: `card ${cls}` }, h('div', { class: 'card-label' }, label), h('div', { class: 'card-value' }, value), h('div', { class: 'card-sub' }, sub));
   replace($('metric-cards'),
     card('Depth', c ? num(c.depth) : '—', c ? `${num(c.ready)} ready · ${num(c.delayed)} delayed` : '', 'depth'),
@@ -642,7 +649,7 @@ function renderCards() {
     card(words().short, c ? num(c.dead) : '—', words().where, 'dead'),
     card('Oldest wait', oldestWait(), 'of a ready message', 'wait oldest'),
     card('24 h peak depth', num(peak), 'highest in a half hour', 'depth'),
-    card('24 h longest wait', waitTime(wait), 'of the oldest message', 'wait'));
+    card('24 h longest wait', waitTime(longestWait()), 'of the oldest message', 'wait longest'));
 }
 
 async function loadStats() {
