@@ -352,6 +352,8 @@ export class PanelHandler {
     if (a.ids !== undefined && (!ids || ids.length === 0)) throw bad('Select the messages to export');
     const stamp = new Date().toISOString().replace(/[:]/g, '-').replace(/\..*$/, '');
     const base = `${this.ref.namespace}-${this.ref.queue}`.replace(/[^A-Za-z0-9._-]+/g, '_');
+    // The emulator and the queue first: a file asked for, then not written, would be for nothing.
+    await t.request('queue.get', this.ref);
     const target = await this.ui.chooseSaveTarget({ suggestedName: `${base}-${stamp}.${format}`, format });
     if (!target) throw cancelled();
 

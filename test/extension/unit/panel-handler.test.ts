@@ -20,7 +20,9 @@ class FakeUi implements PanelUi {
     this.whileConfirming?.();
     return this.answer;
   }
+  saveAsked = 0;
   async chooseSaveTarget(opts: { suggestedName: string }): Promise<SaveTarget | undefined> {
+    this.saveAsked++;
     if (this.saveCancelled) return undefined;
     return { label: `/tmp/${opts.suggestedName}`, write: async (text) => void this.saved.push({ name: opts.suggestedName, text }) };
   }
@@ -305,7 +307,13 @@ describe('panel handler (host side of the queue panel)', () => {
     ui.saveCancelled = true;
     const before = t.calls.length;
     await assert.rejects(handler.dispatch('export', { format: 'json', ids: [a.id] }), (e: any) => e.code === 'cancelled');
-    assert.equal(t.calls.length, before);
+    assert.deepEqual(t.calls.slice(before).map((c) => c.op), ['queue.get'], 'nothing read but a look that the queue is there');
+    // With the emulator down, it says so before asking for a file.
+    const asked = ui.saveAsked;
+    t.down = true;
+    await assert.rejects(handler.dispatch('export', { format: 'json', ids: [a.id] }), (e: any) => e.code === 'unavailable');
+    assert.equal(ui.saveAsked, asked, 'no file asked for');
+    t.down = false;
     await assert.rejects(handler.dispatch('export', { format: 'xml' as any }), (e: any) => e.code === 'invalid_argument');
     handler.dispose();
   });
