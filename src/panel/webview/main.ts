@@ -202,8 +202,7 @@ function renderCounts() {
  * the emulator's time, so a list nobody reloads does not stand still.
  */
 function rel(at: number, prefix = '', long = false): HTMLElement {
-  const el = h('span', { 'data-at': at, 'data-prefix': prefix, 'data-long': long ? '1' : null }, relText(at, prefix, long));
-  return el;
+  return h('span', { 'data-at': at, 'data-prefix': prefix, 'data-long': long ? '1' : null }, relText(at, prefix, long));
 }
 
 function relText(at: number, prefix: string, long: boolean): string {
