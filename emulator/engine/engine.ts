@@ -911,7 +911,8 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const now = this.clock.now();
-      return { counts: this.countsOf(q, now), lagHistory: this.lag.history(q, now, this.countsOf(q, now)), now };
+      const counts = this.countsOf(q, now);
+      return { counts, lagHistory: this.lag.history(q, now, counts), now };
     });
   }
 

@@ -143,7 +143,8 @@ export class QuaysideServer {
   /** Set once close() has said "stopped": a socket cut late says nothing after it. */
   private stopped = false;
 
-  private log(line: string): void {
+  /** A line for the `log` option; a logger that throws breaks nothing, and nothing comes after "stopped". */
+  log(line: string): void {
     if (this.stopped) return;
     try {
       this.opts.log?.(line);

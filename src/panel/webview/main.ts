@@ -215,9 +215,14 @@ function refreshRelTimes() {
   });
 }
 
-/** The oldest ready message's wait now: it grows between changes (a backlog nobody touches sends none). */
+/** The oldest ready message's wait now (ms), or null with no counts: it grows between changes (a backlog nobody touches sends none). */
+function waitNow(): number | null {
+  return st.counts ? oldestWaitAt(st.counts, st.countsAt, now()) : null;
+}
+
 function oldestWait(): string {
-  return st.counts ? waitTime(oldestWaitAt(st.counts, st.countsAt, now())) : '—';
+  const w = waitNow();
+  return w === null ? '—' : waitTime(w);
 }
 
 function setCounts(c: QueueCounts, at: number) {
@@ -237,7 +242,7 @@ function refreshWaits() {
 /** The 24 hours' longest wait, with the one still running (the history has it as of its last reading). */
 function longestWait(): number {
   const recorded = (st.lag ?? []).reduce((m, x) => Math.max(m, x.maxWaitMs), 0);
-  return Math.max(recorded, st.counts ? oldestWaitAt(st.counts, st.countsAt, now()) : 0);
+  return Math.max(recorded, waitNow() ?? 0);
 }
 
 setInterval(() => {
