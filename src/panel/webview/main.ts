@@ -277,9 +277,9 @@ async function refreshTab() {
   if (st.deleted) return;
   switch (st.tab) {
     case 'messages':
-      return loadMessages();
+      return loadPage('msg');
     case 'dead':
-      return loadDead();
+      return loadPage('dead');
     case 'metrics':
       return loadStats();
     case 'audit':
@@ -320,28 +320,35 @@ function setLoading(which: 'msg' | 'dead', on: boolean) {
   }
 }
 
-async function loadMessages(): Promise<void> {
-  const p = st.msg;
+/** Loads the current page of one list ('msg': the live messages, 'dead': the dead letters). */
+async function loadPage(which: 'msg' | 'dead'): Promise<void> {
+  const p = which === 'msg' ? st.msg : st.dead;
+  const tab = which === 'msg' ? 'messages' : 'dead';
   const seq = ++p.seq;
-  setLoading('msg', true);
+  setLoading(which, true);
   try {
-    const page = await request('peek', { states: statesList(), search: st.search || undefined, cursor: p.cursors[p.index], limit: st.pageSize });
+    const cursor = p.cursors[p.index];
+    const page =
+      which === 'msg'
+        ? await request('peek', { states: statesList(), search: st.search || undefined, cursor, limit: st.pageSize })
+        : await request('dead.list', { cursor, limit: st.pageSize });
     if (seq !== p.seq) return;
     if (page.messages.length === 0 && p.index > 0) {
       // The page emptied under us (acked, purged): go back one.
       p.index--;
-      return loadMessages();
+      return loadPage(which);
     }
     p.page = page;
     p.cursors[p.index + 1] = page.next ?? undefined;
     p.cursors.length = p.index + 2;
-    renderMessages();
+    if (which === 'msg') renderMessages();
+    else renderDead();
     setUp();
-    if (p.detailId && st.tab === 'messages') void loadDetail('messages', p.detailId, false);
+    if (p.detailId && st.tab === tab) void loadDetail(tab, p.detailId, false);
   } catch (e) {
-    if (seq === p.seq) fail(e, 'Could not list messages');
+    if (seq === p.seq) fail(e, `Could not list ${which === 'msg' ? 'messages' : words().many}`);
   } finally {
-    if (seq === p.seq) setLoading('msg', false);
+    if (seq === p.seq) setLoading(which, false);
   }
 }
 
@@ -478,29 +485,6 @@ function renderDeadArea() {
   if (hint) hint.textContent = `Select a ${words().one} to see why it failed.`;
 }
 
-async function loadDead(): Promise<void> {
-  const p = st.dead;
-  const seq = ++p.seq;
-  setLoading('dead', true);
-  try {
-    const page = await request('dead.list', { cursor: p.cursors[p.index], limit: st.pageSize });
-    if (seq !== p.seq) return;
-    if (page.messages.length === 0 && p.index > 0) {
-      p.index--;
-      return loadDead();
-    }
-    p.page = page;
-    p.cursors[p.index + 1] = page.next ?? undefined;
-    p.cursors.length = p.index + 2;
-    renderDead();
-    setUp();
-    if (p.detailId && st.tab === 'dead') void loadDetail('dead', p.detailId, false);
-  } catch (e) {
-    if (seq === p.seq) fail(e, `Could not list ${words().many}`);
-  } finally {
-    if (seq === p.seq) setLoading('dead', false);
-  }
-}
 
 function renderDead() {
   const p = st.dead;
@@ -886,14 +870,14 @@ function rowClicks(which: 'msg' | 'dead') {
   $(`${which}-prev`).addEventListener('click', () => {
     if (p.index > 0 && !p.loading) {
       p.index--;
-      void (which === 'msg' ? loadMessages() : loadDead());
+      void loadPage(which);
     }
   });
   $(`${which}-next`).addEventListener('click', () => {
     if (p.page?.next && !p.loading) {
       p.index++;
       p.cursors[p.index] = p.page.next;
-      void (which === 'msg' ? loadMessages() : loadDead());
+      void loadPage(which);
     }
   });
 }
@@ -932,7 +916,7 @@ function wire() {
     renderStateChips();
     resetPaging(st.msg);
     persist();
-    void loadMessages();
+    void loadPage('msg');
   });
   const search = $input('search');
   search.value = st.search;
@@ -943,7 +927,7 @@ function wire() {
       st.search = search.value.trim();
       resetPaging(st.msg);
       persist();
-      void loadMessages();
+      void loadPage('msg');
     }, 250);
   });
   const size = $('msg-page-size') as HTMLSelectElement;
