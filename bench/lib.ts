@@ -102,6 +102,43 @@ export async function drive(total: number, inFlight: number, op: (i: number) => 
   return out;
 }
 
+/**
+ * Consumes `n` messages with `consumers` loops, each claiming up to 10 at a time and settling them
+ * before it claims again (a peer's pull-and-ack loop). An empty answer is retried after 5 ms; 200
+ * in a row means the queue ran dry, which fails the run.
+ */
+export async function consumeLoops<M>(
+  peer: string,
+  n: number,
+  consumers: number,
+  receive: (max: number) => Promise<M[]>,
+  settle: (batch: M[]) => Promise<unknown>,
+): Promise<Sample> {
+  let claimed = 0;
+  let done = 0;
+  const t0 = now();
+  const loop = async () => {
+    let empty = 0;
+    while (claimed < n) {
+      const want = Math.min(10, n - claimed);
+      claimed += want;
+      const batch = await receive(want);
+      claimed -= want - batch.length;
+      if (batch.length === 0) {
+        if (++empty > 200) throw new Error(`${peer}: queue ran dry after ${done} of ${n}`);
+        await sleep(5);
+        continue;
+      }
+      empty = 0;
+      await settle(batch);
+      done += batch.length;
+    }
+  };
+  await Promise.all(Array.from({ length: consumers }, loop));
+  const seconds = (now() - t0) / 1000;
+  return { rate: done / seconds, count: done, seconds };
+}
+
 // ------------------------------------------------------------------ ports and processes
 
 export function freePort(): Promise<number> {

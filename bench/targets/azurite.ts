@@ -1,7 +1,7 @@
 // Azurite's queue service (on disk, its default) with @azure/storage-queue, started by the bench
 // on a free 127.0.0.1 port.
 import path from 'node:path';
-import { DEPS, depRequire, depVersion, drive, freePort, makeBody, makeTmpDir, now, removeTmpDir, startProc, type Proc, type Sample } from '../lib';
+import { DEPS, consumeLoops, depRequire, depVersion, drive, freePort, makeBody, makeTmpDir, removeTmpDir, startProc, type Proc, type Sample } from '../lib';
 import type { QueueClient, QueueTarget } from './types';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -78,32 +78,21 @@ class AzuriteQueue implements QueueClient {
   }
 
   async consume(n: number, consumers: number): Promise<Sample> {
-    let claimed = 0;
-    let done = 0;
-    const t0 = now();
-    const loop = async () => {
-      let empty = 0;
-      while (claimed < n) {
-        const want = Math.min(10, n - claimed);
-        claimed += want;
-        const r = await this.q.receiveMessages({ numberOfMessages: want, visibilityTimeout: 30 });
-        const items = r.receivedMessageItems as { messageId: string; popReceipt: string; messageText: string }[];
-        claimed -= want - items.length;
-        if (items.length === 0) {
-          if (++empty > 200) throw new Error(`azurite: queue ran dry after ${done} of ${n}`);
-          await new Promise((res) => setTimeout(res, 5));
-          continue;
-        }
-        empty = 0;
+    type Item = { messageId: string; popReceipt: string; messageText: string };
+    return consumeLoops(
+      'azurite',
+      n,
+      consumers,
+      async (max) => {
+        const r = await this.q.receiveMessages({ numberOfMessages: max, visibilityTimeout: 30 });
+        const items = r.receivedMessageItems as Item[];
         for (const m of items) JSON.parse(m.messageText);
-        await Promise.all(items.map((m) => this.q.deleteMessage(m.messageId, m.popReceipt)));
-        done += items.length;
-      }
-    };
-    await Promise.all(Array.from({ length: consumers }, loop));
-    const seconds = (now() - t0) / 1000;
-    return { rate: done / seconds, count: done, seconds };
+        return items;
+      },
+      (items) => Promise.all(items.map((m) => this.q.deleteMessage(m.messageId, m.popReceipt))),
+    );
   }
+
 
   async depth(): Promise<number> {
     const p = await this.q.getProperties();

@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BUILD, ROOT, drive, log, makeBody, makeTmpDir, now, removeTmpDir, startProc, type Proc, type Sample } from '../lib';
+import { BUILD, ROOT, consumeLoops, drive, log, makeBody, makeTmpDir, now, removeTmpDir, startProc, type Proc, type Sample } from '../lib';
 import type { QueueClient, QueueTarget } from './types';
 
 type ConnectionMod = typeof import('../../emulator/clients/connection');
@@ -146,30 +146,15 @@ export class QuaysideQueue implements QueueClient {
   }
 
   async consume(n: number, consumers: number): Promise<Sample> {
-    let claimed = 0;
-    let done = 0;
-    const t0 = now();
-    const loop = async () => {
-      let empty = 0;
-      while (claimed < n) {
-        const want = Math.min(10, n - claimed);
-        claimed += want;
-        const { messages } = await this.c.request('pull', { namespace: NS, queue: this.name, max: want, leaseMs: 30_000 });
-        claimed -= want - messages.length;
-        if (messages.length === 0) {
-          if (++empty > 200) throw new Error(`quayside: queue ran dry after ${done} of ${n}`);
-          await new Promise((r) => setTimeout(r, 5));
-          continue;
-        }
-        empty = 0;
-        await this.c.request('ack.batch', { receipts: messages.map((m) => m.receipt) });
-        done += messages.length;
-      }
-    };
-    await Promise.all(Array.from({ length: consumers }, loop));
-    const seconds = (now() - t0) / 1000;
-    return { rate: done / seconds, count: done, seconds };
+    return consumeLoops(
+      'quayside',
+      n,
+      consumers,
+      async (max) => (await this.c.request('pull', { namespace: NS, queue: this.name, max, leaseMs: 30_000 })).messages,
+      (messages) => this.c.request('ack.batch', { receipts: messages.map((m) => m.receipt) }),
+    );
   }
+
 
   async depth(): Promise<number> {
     const q = await this.c.request('queue.get', { namespace: NS, queue: this.name });
