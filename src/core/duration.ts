@@ -18,13 +18,19 @@ export function parseDuration(text: string): number | undefined {
   return Math.round(total);
 }
 
+/**
+ * 950 ms, 12 s, 3 min 5 s, 2 h 10 min, 3 d 4 h: the one way the tree, the palette and the panel
+ * say a duration. Whole units are counted down (a lease with 29.6 s left has "29 s left").
+ */
 export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms <= 0) return '0 s';
   if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = Math.round(ms / 1000);
+  const s = Math.floor(ms / 1000);
   if (s < 60) return `${s} s`;
   const m = Math.floor(s / 60);
   if (m < 60) return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
   const h = Math.floor(m / 60);
-  if (h < 48) return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
-  return `${Math.round(h / 24)} d`;
+  if (h < 24) return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
+  const d = Math.floor(h / 24);
+  return h % 24 ? `${d} d ${h % 24} h` : `${d} d`;
 }

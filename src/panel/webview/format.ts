@@ -1,23 +1,13 @@
 // Formatting for the webview: numbers, durations, times, JSON (as DOM text nodes, never HTML).
 
+import { formatDuration } from '../../core/duration';
 import { formatCount } from '../../core/wording';
 import { h } from './dom';
 
 export const num = formatCount;
 
-/** 950 ms, 12 s, 3 min 5 s, 2 h 10 min, 3 d 4 h */
-export function duration(ms: number): string {
-  if (!Number.isFinite(ms) || ms <= 0) return '0 s';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = Math.floor(ms / 1000);
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
-  const hr = Math.floor(m / 60);
-  if (hr < 24) return m % 60 ? `${hr} h ${m % 60} min` : `${hr} h`;
-  const d = Math.floor(hr / 24);
-  return hr % 24 ? `${d} d ${hr % 24} h` : `${d} d`;
-}
+/** The extension's one duration format (src/core/duration.ts). */
+export const duration = formatDuration;
 
 /** How long something waited: "< 1 s" under a second (a wait is not timed to the millisecond), else as `duration`. */
 export function waitTime(ms: number): string {

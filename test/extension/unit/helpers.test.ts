@@ -3,6 +3,7 @@ import { QuaysideError } from '../../../emulator/errors';
 import { isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
 import { batchDebounce } from '../../../src/core/debounce';
 import { formatDuration, parseDuration } from '../../../src/core/duration';
+import { duration } from '../../../src/panel/webview/format';
 import { explainFailure, settingsCommand } from '../../../src/core/explain';
 import { npmFix } from '../../../src/core/npmFix';
 import { settingsNeedingRestart } from '../../../src/core/service';
@@ -108,6 +109,19 @@ describe('extension: durations', () => {
     assert.equal(parseDuration('5x'), undefined);
     assert.equal(formatDuration(90_000), '1 min 30 s');
     assert.equal(formatDuration(500), '500 ms');
+  });
+
+  it('says a duration as the panel does, in the tree and the palette too', () => {
+    // The panel said "1 d 6 h" where the tree said "30 h", and "1 s" where it said "2 s".
+    assert.equal(duration, formatDuration);
+    assert.equal(formatDuration(30 * 3_600_000), '1 d 6 h');
+    assert.equal(formatDuration(47 * 3_600_000 + 59 * 60_000), '1 d 23 h');
+    assert.equal(formatDuration(7 * 86_400_000), '7 d');
+    assert.equal(formatDuration(1_500), '1 s');
+    assert.equal(formatDuration(29_900), '29 s');
+    assert.equal(formatDuration(2 * 3_600_000 + 10 * 60_000), '2 h 10 min');
+    assert.equal(formatDuration(0), '0 s');
+    assert.equal(formatDuration(Number.NaN), '0 s');
   });
 });
 
