@@ -2,7 +2,8 @@
 // unit-tested; ui.ts and index.ts show them.
 import type { MessageView } from '../../emulator/protocol';
 import { validateName } from '../core/args';
-import { attemptsText, bodyPreview } from '../tree/model';
+import { bodyPreview } from '../core/wording';
+import { attemptsText } from '../tree/model';
 
 /**
  * Text from the emulator (a body, a queue or namespace name, an error) as a quick pick shows it: a

@@ -43,3 +43,18 @@ export function arrivedNote(arrived: number | undefined): string {
   if (!arrived) return '';
   return `; ${formatCount(arrived)} more arrived and ${arrived === 1 ? 'was' : 'were'} left`;
 }
+
+/**
+ * A body as one line of compact JSON, cut at `max` characters: the tree's labels, the pick lists
+ * and the panel's rows. Runs of whitespace in its strings count as one space.
+ */
+export function bodyPreview(body: unknown, max = 60): string {
+  let s: string;
+  try {
+    s = JSON.stringify(body) ?? String(body);
+  } catch {
+    s = String(body);
+  }
+  s = s.replace(/\s+/g, ' ');
+  return s.length > max ? s.slice(0, max - 1) + '…' : s;
+}

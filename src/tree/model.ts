@@ -5,7 +5,7 @@ import type { ChangeEvent, Dialect, MessageView, QueueCounts, QueueInfo, ServerE
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
 import { EmulatorClock, oldestWaitAt } from '../core/emulatorClock';
-import { deadAreaLabel, deadWords, formatCount } from '../core/wording';
+import { bodyPreview, deadAreaLabel, deadWords, formatCount } from '../core/wording';
 
 export type FolderKind = 'messages' | 'dead';
 
@@ -84,17 +84,6 @@ export function countsDescription(c: QueueCounts, dialect?: Dialect): string {
   if (c.leased) parts.push(`${formatCount(c.leased)} in flight`);
   if (c.dead) parts.push(`${formatCount(c.dead)} ${deadWords(dialect).short.toLowerCase()}`);
   return parts.join(' · ');
-}
-
-export function bodyPreview(body: unknown, max = 60): string {
-  let s: string;
-  try {
-    s = typeof body === 'string' ? JSON.stringify(body) : JSON.stringify(body) ?? String(body);
-  } catch {
-    s = String(body);
-  }
-  s = s.replace(/\s+/g, ' ');
-  return s.length > max ? s.slice(0, max - 1) + '…' : s;
 }
 
 /** "1 attempt", "0 attempts", "5 attempts" (the tree's and the palette's pick lists). */

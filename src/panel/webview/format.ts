@@ -52,17 +52,6 @@ export function shortId(id: string): string {
   return id.length > 14 ? `${id.slice(0, 6)}…${id.slice(-6)}` : id;
 }
 
-/** One line of compact JSON for the list, cut at `max` characters. */
-export function preview(body: unknown, max = 140): string {
-  let t: string;
-  try {
-    t = typeof body === 'string' ? JSON.stringify(body) : JSON.stringify(body) ?? String(body);
-  } catch {
-    t = String(body);
-  }
-  return t.length > max ? t.slice(0, max - 1) + '…' : t;
-}
-
 export function pretty(v: unknown): string {
   try {
     return JSON.stringify(v, null, 2) ?? String(v);

@@ -26,11 +26,11 @@ import {
   type AuditEntry,
   type PushForm,
 } from '../messages';
-import { arrivedNote, capital, deadAreaLabel, deadNoun, deadWords } from '../../core/wording';
+import { arrivedNote, bodyPreview, capital, deadAreaLabel, deadNoun, deadWords } from '../../core/wording';
 import { validatePushForm, type FieldErrors } from '../validate';
 import { renderChart } from './chart';
 import { $, $input, clear, h, replace, show } from './dom';
-import { duration, isoTime, jsonBlock, num, preview, relative, relativeShort, shortId, waitTime } from './format';
+import { duration, isoTime, jsonBlock, num, relative, relativeShort, shortId, waitTime } from './format';
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -362,7 +362,7 @@ function renderMessages() {
       h('td', { class: 'check' }, h('input', { type: 'checkbox', 'data-id': m.id, 'aria-label': `Select ${m.id}`, checked: p.selected.has(m.id) })),
       h('td', { class: 'id mono', title: m.id }, shortId(m.id)),
       h('td', null, stateBadge(m.state)),
-      h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))),
+      h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, bodyPreview(m.body, 140))),
       h('td', { class: 'num' }, num(m.attempts)),
       h('td', { title: isoTime(m.enqueuedAt) }, rel(m.enqueuedAt)),
       h('td', null, whenCell(m)));
@@ -499,7 +499,7 @@ function renderDead() {
       h('td', { class: 'error-col', title: m.lastError ?? '' }, m.lastError ?? ''),
       h('td', { class: 'num' }, num(m.attempts)),
       h('td', { title: m.deadAt ? isoTime(m.deadAt) : '' }, m.deadAt ? rel(m.deadAt) : ''),
-      h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, preview(m.body))))));
+      h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, bodyPreview(m.body, 140))))));
   const empty = $('dead-empty');
   empty.textContent = isEnv() ? 'No failed messages. Messages land here when their retries run out.' : 'No dead letters. Messages land here when their deliveries run out.';
   show(empty, page.messages.length === 0);

@@ -1,5 +1,6 @@
 import { strict as assert } from 'assert';
-import { CONTEXT, TreeModel, bodyPreview, countsDescription, countsDetail, folderLabel, messageDescription, type TreeNode } from '../../../src/tree/model';
+import { bodyPreview } from '../../../src/core/wording';
+import { CONTEXT, TreeModel, countsDescription, countsDetail, folderLabel, messageDescription, type TreeNode } from '../../../src/tree/model';
 import { ScriptedTransport, change, message, queue } from './ext-fakes';
 
 async function tree(t: ScriptedTransport, opts: { pageSize?: number } = {}) {
