@@ -31,6 +31,7 @@ const USAGE = `quayside <command> [options]
   advance MS   move a virtual clock
 
 Client commands take --url and --token (or QUAYSIDE_URL / QUAYSIDE_TOKEN) and --json.
+--ns is also --namespace; a command that needs one reads QUAYSIDE_NAMESPACE without it.
 quayside --help prints this, quayside --version the version.`;
 
 interface Args {
@@ -361,7 +362,7 @@ function need(args: Args, i: number, what: string): string {
 
 function ns(args: Args): string {
   const v = flag(args, 'ns', 'namespace') ?? process.env.QUAYSIDE_NAMESPACE;
-  if (!v) throw new UsageError('--ns NAMESPACE is required');
+  if (!v) throw new UsageError('--ns NAMESPACE is required (or QUAYSIDE_NAMESPACE)');
   return v;
 }
 

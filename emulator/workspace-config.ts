@@ -6,7 +6,7 @@ import { QuaysideError } from './errors';
 import type { ConsumerSettings, Dialect, QueuePolicy } from './protocol';
 import { ENV_SETTING_KEYS, envNamespace, envPolicy } from './http/env-naming';
 import { onlyKeys, invalidArg } from './clients/common';
-import { CACHE_SETTING_KEYS, cachePolicy, checkOrdering, syncPolicy } from './clients/policies';
+import { CACHE_SETTING_KEYS, DEFAULT_PREFIX, cachePolicy, checkOrdering, syncNamespace, syncPolicy } from './clients/policies';
 
 // quayside.json: queues declared per dialect, created or updated idempotently when the emulator
 // starts (docs/dialects.md "quayside.json"). Applying the same file twice changes nothing; a queue
@@ -23,7 +23,7 @@ export interface WorkspaceConfig {
   $schema?: string;
   cache?: ({ namespace: string; name: string } & Record<string, unknown>)[];
   env?: ({ project: string; environment: string; slug: string; consumer?: Record<string, unknown> | null } & Record<string, unknown>)[];
-  sync?: { tenantId?: string; id: string; limits?: Record<string, unknown>; delivery?: Record<string, unknown>; ordering?: unknown }[];
+  sync?: { tenantId?: string; prefix?: string; id: string; limits?: Record<string, unknown>; delivery?: Record<string, unknown>; ordering?: unknown }[];
 }
 
 export interface AppliedQueue {
@@ -111,9 +111,12 @@ export function planWorkspaceConfig(config: unknown, source?: string): Planned[]
     });
   }));
   list('sync').forEach((q, i) => at(`sync[${i}]`, (where) => {
-    onlyKeys(q, ['tenantId', 'id', 'limits', 'delivery', 'ordering'], 'sync queue');
+    onlyKeys(q, ['tenantId', 'prefix', 'id', 'limits', 'delivery', 'ordering'], 'sync queue');
     checkOrdering(q.ordering);
-    add({ where, dialect: 'sync', namespace: q.tenantId === undefined ? 'default' : str(q.tenantId, 'tenantId'), queue: str(q.id, 'id'), policy: { ...PRESETS.sync, ...syncPolicy(q.limits, q.delivery) } });
+    // The namespace a handle with this prefix and tenant uses (quayside/sync's queue()).
+    const tenant = q.tenantId === undefined ? 'default' : str(q.tenantId, 'tenantId');
+    const namespace = syncNamespace(q.prefix === undefined ? DEFAULT_PREFIX : str(q.prefix, 'prefix'), tenant);
+    add({ where, dialect: 'sync', namespace, queue: str(q.id, 'id'), policy: { ...PRESETS.sync, ...syncPolicy(q.limits, q.delivery) } });
   }));
   return out;
 }

@@ -4,6 +4,19 @@ import { invalidArg, optCount, optMs, optObject, optSeconds } from './common';
 // How each product's queue settings map onto the engine's QueuePolicy. Shared by the faces and
 // by workspace-config.ts, so a quayside.json and a client configure a queue the same way.
 
+/** The sync product's default key prefix. Its queues are the engine namespace `tenantId` itself. */
+export const DEFAULT_PREFIX = 'sync:queue';
+
+/** The engine namespace of a sync tenant's queues: another prefix is another set of queues, as another key prefix is. */
+export function syncNamespace(prefix: string, tenant: string): string {
+  if (prefix === DEFAULT_PREFIX) return tenant;
+  const ns = `${prefix}:${tenant}`;
+  if (ns.length > LIMITS.maxNameChars) {
+    throw invalidArg(`prefix and tenantId must be at most ${LIMITS.maxNameChars - 1} characters together, got ${ns.length - 1}`, { field: 'prefix' });
+  }
+  return ns;
+}
+
 const DAY_MS = 24 * 3600 * 1000;
 const YEAR_MS = 365 * DAY_MS;
 

@@ -3,7 +3,7 @@ import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import type { Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, asJsonTop, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
-import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits, type SyncSettings } from './policies';
+import { DEFAULT_PREFIX, checkOrdering, syncNamespace, syncPolicy, type SyncDelivery, type SyncLimits, type SyncSettings } from './policies';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
 // connection (quayside/sync) or the in-process engine (quayside/sync/memory). The semantics live in
@@ -11,8 +11,7 @@ import { checkOrdering, syncPolicy, type SyncDelivery, type SyncLimits, type Syn
 
 export type { SyncDelivery, SyncLimits, SyncSettings };
 
-/** The product's default key prefix. Its queues are the engine namespace `tenantId` itself. */
-export const DEFAULT_PREFIX = 'sync:queue';
+export { DEFAULT_PREFIX };
 
 /**
  * Payload validation, as a Zod schema gives it: `parse` returns the value (maybe transformed) or
@@ -240,15 +239,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
    */
   const own = syncPolicy(opts.limits, opts.delivery);
 
-  /** The engine namespace of a tenant: another prefix is another set of queues, as another key prefix is. */
-  function namespaceOf(tenant: string): string {
-    if (prefix === DEFAULT_PREFIX) return tenant;
-    const ns = `${prefix}:${tenant}`;
-    if (ns.length > LIMITS.maxNameChars) {
-      throw invalidArg(`prefix and tenantId must be at most ${LIMITS.maxNameChars - 1} characters together, got ${ns.length - 1}`, { field: 'prefix' });
-    }
-    return ns;
-  }
+  const namespaceOf = (tenant: string) => syncNamespace(prefix, tenant);
 
   /** Other tenants' queues this handle addressed per call, most recent last; at most MAX_SITES. */
   const sites = new Map<string, Site>();

@@ -252,7 +252,8 @@ export function queue<T = unknown>(opts: MemoryQueueOptions<T>): SyncQueue<T> {
     }
     opts = rest;
   }
-  return syncQueueOver(new HandleTransport(sharedTransport), opts, true, IGNORED_KEYS);
+  // `memory` was taken off above; it is named so that a refusal lists it among the keys taken.
+  return syncQueueOver(new HandleTransport(sharedTransport), opts, true, [...IGNORED_KEYS, 'memory']);
 }
 
 /**

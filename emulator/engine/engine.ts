@@ -1197,7 +1197,7 @@ export class Engine {
    */
   advance(ms: unknown): Promise<number> {
     if (this.closed) return Promise.reject(new QuaysideError('unavailable', 'the emulator is shut down; the clock cannot move'));
-    if (!(this.clock instanceof VirtualClock)) return Promise.reject(conflict('the clock is not virtual; start the emulator with clock: "virtual"'));
+    if (!(this.clock instanceof VirtualClock)) return Promise.reject(conflict("the clock is not virtual; start the emulator with one: quayside start --clock virtual, startEmulator({ clock: 'virtual' }), or the quayside.clock setting in VS Code"));
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return Promise.reject(invalid(`ms must be a finite number of milliseconds ≥ 0, got ${v.describe(ms)}`));
     // Past the last instant a Date can hold, times lose their precision (and the lag history's steps stop moving).
     if (this.clock.now() + ms > MAX_TIME) return Promise.reject(invalid(`ms would move the clock past ${new Date(MAX_TIME).toISOString()}, the last instant a date can hold; got ${v.describe(ms)}`));

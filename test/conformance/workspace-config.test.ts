@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { applyWorkspaceConfig } from '../../emulator/workspace-config';
 import { startEmulator } from '../../emulator/emulator';
+import * as syncClient from '../../emulator/clients/sync';
 import { rejects, startTestEmulator } from './support';
 
 describe('workspace config (quayside.json)', () => {
@@ -40,6 +41,28 @@ describe('workspace config (quayside.json)', () => {
     assert.deepEqual([env.policy.maxDeliveries, env.policy.maxDepth, env.consumer?.appId, env.consumer?.maxBatchSize], [6, 100, 'worker', 20]);
     const sync = await emu.engine.getQueue({ namespace: 'default', queue: 'jobs' });
     assert.deepEqual([sync.policy.maxDeliveries, sync.policy.leaseMs, sync.policy.maxMessageAgeMs], [4, 5000, 60000]);
+  });
+
+  it('a sync entry with a prefix declares the queue a handle with that prefix uses, with its settings', async () => {
+    const out = await applyWorkspaceConfig(emu.engine, write('prefix.json', {
+      sync: [
+        { prefix: 'myapp:q', tenantId: 'acme', id: 'jobs', delivery: { maxDeliveries: 2 } },
+        { prefix: 'sync:queue', tenantId: 'plain', id: 'jobs' },
+      ],
+    }));
+    assert.deepEqual(out.map((o) => [o.namespace, o.queue, o.action]), [['myapp:q:acme', 'jobs', 'created'], ['plain', 'jobs', 'created']]);
+    const client = syncClient.queue({ id: 'jobs', tenantId: 'acme', prefix: 'myapp:q', url: emu.url, token: emu.token });
+    try {
+      await client.send({ data: 1 });
+      assert.equal((await emu.engine.getQueue({ namespace: 'myapp:q:acme', queue: 'jobs' })).counts.depth, 1);
+      assert.equal((await emu.engine.getQueue({ namespace: 'myapp:q:acme', queue: 'jobs' })).policy.maxDeliveries, 2);
+    } finally {
+      await client.close();
+    }
+    const e = await rejects(applyWorkspaceConfig(emu.engine, write('long.json', { sync: [{ prefix: 'p'.repeat(150), tenantId: 't'.repeat(60), id: 'jobs' }] })));
+    assert.match(e.message, /long\.json: sync\[0\]: prefix and tenantId must be at most 199 characters together, got 210$/);
+    const empty = await rejects(applyWorkspaceConfig(emu.engine, write('empty.json', { sync: [{ prefix: '', id: 'jobs' }] })));
+    assert.match(empty.message, /empty\.json: sync\[0\]: prefix must be a non-empty string$/);
   });
 
   it('is idempotent: applying it again changes nothing; a changed setting updates the queue', async () => {

@@ -115,6 +115,21 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     assert.equal((await emu.engine.listQueues({ namespace: 'cli' })).queues.some((q) => q.name === 'extra-args'), false, 'nothing was pushed');
   });
 
+  it('--ns is also --namespace, and QUAYSIDE_NAMESPACE stands in for it where a command needs one; with neither, the usage error names both', async () => {
+    const conn = ['--url', emu.url, '--token', emu.token];
+    await run(tsx, [cli, 'push', 'ns-env', '1', ...conn], { env: { ...process.env, QUAYSIDE_NAMESPACE: 'from-env' } });
+    await run(tsx, [cli, 'push', 'ns-env', '2', '--namespace', 'from-flag', ...conn]);
+    assert.equal((await emu.engine.stats({ namespace: 'from-env', queue: 'ns-env' })).counts.depth, 1);
+    assert.equal((await emu.engine.stats({ namespace: 'from-flag', queue: 'ns-env' })).counts.depth, 1);
+    const env = { ...process.env };
+    delete env.QUAYSIDE_NAMESPACE;
+    const e = await fails(run(tsx, [cli, 'push', 'ns-env', '3', ...conn, '--json'], { env }));
+    assert.equal(e?.code, 64);
+    assert.equal(JSON.parse(e!.stderr).error.message, '--ns NAMESPACE is required (or QUAYSIDE_NAMESPACE)');
+    const { stdout } = await run(tsx, [cli, '--help']);
+    assert.match(stdout, /--ns is also --namespace; a command that needs one reads QUAYSIDE_NAMESPACE/);
+  });
+
   it('an option given twice is a usage error (64) that does nothing: purge --ns prod --ns dev purges neither', async () => {
     for (const ns of ['twice-a', 'twice-b']) await emu.engine.push({ namespace: ns, queue: 'jobs', body: 1, create: 'cache' });
     const conn = ['--url', emu.url, '--token', emu.token, '--json'];
@@ -258,6 +273,21 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     const midnight = new Date(emu.clock.now());
     midnight.setUTCHours(24, 0, 0, 0);
     assert.equal(err.resetAt, midnight.getTime());
+  });
+
+  it('advance on an emulator with the system clock is a conflict (exit 1) that says how to start one with a virtual clock, from the CLI as from code', async () => {
+    const sys = await startEmulator({ memory: true });
+    try {
+      const e = await fails(run(tsx, [cli, 'advance', '1000', '--url', sys.url, '--token', sys.token, '--json']));
+      assert.equal(e?.code, 1);
+      const err = JSON.parse(e!.stderr).error;
+      assert.equal(err.code, 'conflict');
+      assert.match(err.message, /the clock is not virtual/);
+      assert.match(err.message, /quayside start --clock virtual/);
+      assert.match(err.message, /startEmulator\(\{ clock: 'virtual' \}\)/);
+    } finally {
+      await sys.close();
+    }
   });
 });
 

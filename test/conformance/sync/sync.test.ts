@@ -639,6 +639,10 @@ describe('conformance: sync — transport (quayside/sync only)', function () {
       const onMemory = (() => { try { mem.queue({ id: 'x', transport: {} } as never); } catch (e) { return e as QuaysideError; } })();
       assert.equal(onMemory?.code, 'invalid_argument');
       assert.match(onMemory!.message, /transport/);
+      // The shared queue() takes memory: its refusal lists it with the rest.
+      const onShared = (() => { try { memory.queue({ id: 'x', transport: {} } as never); } catch (e) { return e as QuaysideError; } })();
+      assert.equal(onShared?.code, 'invalid_argument');
+      assert.match(onShared!.message, /unknown queue option "transport"; expected one of .*\bmemory\b/);
       const badMemory = (() => { try { memory.queue({ id: 'x', memory: {} as never }); } catch (e) { return e as QuaysideError; } })();
       assert.equal(badMemory?.code, 'invalid_argument');
       assert.match(badMemory!.message, /createMemoryQueues/);
