@@ -153,7 +153,12 @@ describe('entry points (package exports, built)', function () {
     }
     const missing = wanted.map((f) => f.replace(/^\.\//, '')).filter((f) => !files.has(f));
     assert.deepEqual(missing, [], 'shipped');
-    const stray = [...files].filter((f) => /^(test|src|bench|scripts|media|examples|\.ci|\.tools|docs\/images)\//.test(f) || /\.(tgz|vsix)$/.test(f) || f === 'dist/extension.js');
+    const stray = [...files].filter((f) => /^(test|src|bench|scripts|media|examples|\.ci|\.tools)\//.test(f) || /\.(tgz|vsix)$/.test(f) || f === 'dist/extension.js');
     assert.deepEqual(stray, [], 'not shipped');
+    // The README and the docs a user reads in node_modules show their screenshots (none broken).
+    const shown = [...files].filter((f) => f.endsWith('.md')).flatMap((md) =>
+      [...fs.readFileSync(path.join(root, md), 'utf8').matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => path.posix.join(path.posix.dirname(md), m[1])));
+    assert.ok(shown.length >= 4, 'the README shows its screenshots');
+    assert.deepEqual(shown.filter((img) => !files.has(img)), [], 'every image a shipped page shows is shipped');
   });
 });
