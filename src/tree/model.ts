@@ -1,7 +1,7 @@
 // The queue tree as data: which nodes exist, with which labels, descriptions, icons and
 // contextValues, from protocol data. No VS Code here; `provider.ts` maps `NodeView`s to TreeItems.
 // Updates come from the emulator's change events, never from polling.
-import type { ChangeEvent, Dialect, MessageView, QueueCounts, QueueInfo, ServerEvent } from '../../emulator/protocol';
+import { LIMITS, type ChangeEvent, type Dialect, type MessageView, type QueueCounts, type QueueInfo, type ServerEvent } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
 import { EmulatorClock, oldestWaitAt } from '../core/emulatorClock';
@@ -52,6 +52,14 @@ interface Page {
   next: string | null;
   total: number;
   stale: boolean;
+}
+
+/** Appends the next page's messages to `page` (none twice: one may have moved back behind the cursor). */
+function addNew(page: Page, more: Page): void {
+  const seen = new Set(page.messages.map((m) => m.id));
+  page.messages.push(...more.messages.filter((m) => !seen.has(m.id)));
+  page.next = more.next;
+  page.total = more.total;
 }
 
 export interface TreeModelOptions {
@@ -278,7 +286,8 @@ export class TreeModel {
         let page = this.pages.get(id);
         if (!page || page.stale) {
           try {
-            page = await this.fetchPage(n, undefined);
+            // As many as were shown: a change must not take back the pages "Load more" added.
+            page = await this.fetchPages(n, Math.max(this.pageSize, page?.messages.length ?? 0));
           } catch (e) {
             return [this.node({ kind: 'error' as const, id: `error:${id}`, message: `Cannot peek: ${(e as Error).message}` })];
           }
@@ -324,13 +333,23 @@ export class TreeModel {
     for (const id of [...this.nodes.keys()]) if (id.includes(k + SEP) || id === `queue:${k}`) this.nodes.delete(id);
   }
 
-  private async fetchPage(n: { namespace: string; queue: string; folder: FolderKind }, cursor: string | undefined): Promise<Page> {
+  private async fetchPage(n: { namespace: string; queue: string; folder: FolderKind }, cursor: string | undefined, limit = this.pageSize): Promise<Page> {
     const t = this.transport;
     if (!t) throw new Error('the emulator is not running');
     const states = n.folder === 'dead' ? (['dead'] as const) : (['ready', 'delayed', 'leased'] as const);
-    const args = { namespace: n.namespace, queue: n.queue, states: [...states], limit: this.pageSize, ...(cursor ? { cursor } : {}) };
+    const args = { namespace: n.namespace, queue: n.queue, states: [...states], limit, ...(cursor ? { cursor } : {}) };
     const r = await t.request('peek', args);
     return { messages: r.messages, next: r.next, total: r.total, stale: false };
+  }
+
+  /** The folder's first `want` messages (or all there are), a page of at most the protocol's largest at a time. */
+  private async fetchPages(n: { namespace: string; queue: string; folder: FolderKind }, want: number): Promise<Page> {
+    const page = await this.fetchPage(n, undefined, Math.min(want, LIMITS.maxPageSize));
+    while (page.next && page.messages.length < want) {
+      const more = await this.fetchPage(n, page.next, Math.min(want - page.messages.length, LIMITS.maxPageSize));
+      addNew(page, more);
+    }
+    return page;
   }
 
   /** Fetch the next page of a folder; resolves to the folder node to refresh. */
@@ -338,11 +357,7 @@ export class TreeModel {
     const folder = this.folderNode(n.namespace, n.queue, n.folder);
     const page = this.pages.get(folder.id);
     if (!page || !page.next) return folder;
-    const more = await this.fetchPage(n, page.next);
-    const seen = new Set(page.messages.map((m) => m.id));
-    page.messages.push(...more.messages.filter((m) => !seen.has(m.id)));
-    page.next = more.next;
-    page.total = more.total;
+    addNew(page, await this.fetchPage(n, page.next));
     return folder;
   }
 

@@ -78,6 +78,29 @@ describe('extension: tree model', () => {
     assert.deepEqual(peeks, ['ready,delayed,leased', 'ready,delayed,leased', 'dead']);
   });
 
+  it('a change keeps the pages "Load more" added: the folder is peeked again as far as it was shown', async () => {
+    const t = new ScriptedTransport();
+    const msgs = Array.from({ length: 7 }, (_, i) => message(`m${i + 1}`, 'ready'));
+    t.queues = [queue('ns', 'q', { ready: 7 })];
+    t.messages.set('ns/q', msgs);
+    const m = await tree(t);
+    const [ns] = await m.children();
+    const [q] = await m.children(ns);
+    const [live] = await m.children(q);
+    const first = await m.children(live);
+    await m.loadMore(first[2] as Extract<TreeNode, { kind: 'loadMore' }>);
+    const shown = await m.children(live);
+    await m.loadMore(shown[4] as Extract<TreeNode, { kind: 'loadMore' }>);
+    assert.equal((await m.children(live)).filter((n) => n.kind === 'message').length, 6);
+    t.messages.get('ns/q')!.push(message('m8', 'ready'));
+    m.apply(change('ns', 'q', 'pushed', { ready: 8 }));
+    const after = await m.children(live);
+    assert.deepEqual(after.map((n) => (n.kind === 'message' ? n.messageId : n.kind)), ['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'loadMore']);
+    assert.equal(m.view(after[6]).description, '6 of 8 shown');
+    // One peek for all six, not three of the page size.
+    assert.equal((t.calls.filter((c) => c.op === 'peek').at(-1)!.args as { limit: number }).limit, 6);
+  });
+
   it('nodes are stable objects (VS Code refreshes by identity)', async () => {
     const t = new ScriptedTransport();
     t.queues = [queue('ns', 'q')];
