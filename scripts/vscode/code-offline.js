@@ -90,10 +90,14 @@ function freePort() {
   });
 }
 
-/** Writes <userDataDir>/User/settings.json (and the server's Machine settings) with `settings`. */
+/**
+ * Writes <userDataDir>/User/settings.json and the server's Machine settings with `settings`. A remote
+ * window reads machine-scoped settings (quayside.token, quayside.nodePath) only from the latter, which
+ * a server given --user-data-dir keeps in <userDataDir>/Machine (otherwise <serverDataDir>/data/Machine).
+ */
 function writeUserSettings(userDataDir, serverDataDir, settings) {
   const all = { ...DEFAULT_SETTINGS, ...(settings || {}) };
-  for (const dir of [path.join(userDataDir, 'User'), path.join(serverDataDir, 'data', 'Machine')]) {
+  for (const dir of [path.join(userDataDir, 'User'), path.join(userDataDir, 'Machine'), path.join(serverDataDir, 'data', 'Machine')]) {
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(all, null, 2));
   }

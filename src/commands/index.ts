@@ -7,7 +7,7 @@ import { resolveUrl } from '../../emulator/clients/transport';
 import { QuaysideError } from '../../emulator/errors';
 import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
 import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../core/args';
-import { formatDuration, parseDuration } from '../core/duration';
+import { advanceProblem, formatDuration, parseDuration } from '../core/duration';
 import { toggleAction, type Snapshot } from '../core/lifecycle';
 import type { EmulatorService } from '../core/service';
 import { explainFailure, fixStillApplies, settingsCommand, type FixAction } from '../core/explain';
@@ -203,7 +203,12 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       const port = (arg as { port?: unknown } | undefined)?.port;
       return startWithUi(typeof port === 'number' ? { port } : {});
     },
-    'quayside.stop': async () => {
+    'quayside.stop': async (arg) => {
+      // Nothing to stop: say so, rather than a "Stopping…" that stops nothing.
+      if (service.state === 'stopped') {
+        if (!isProgrammatic(arg)) void vscode.window.showInformationMessage('Quayside: the emulator is not running.');
+        return service.snapshot();
+      }
       await withProgress('Stopping the Quayside emulator…', () => service.stop());
       return service.snapshot();
     },
@@ -450,11 +455,11 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
           title: 'Advance Clock',
           prompt: `Virtual time is ${new Date(clock.now).toISOString()}. How far to move it (e.g. 30s, 5m, 1h30m, 250ms)?`,
           value: '30s',
-          validateInput: (s) => (parseDuration(s) === undefined ? 'A duration such as 30s, 5m, 1h or 1500 (ms)' : undefined),
+          validateInput: advanceProblem,
         });
         if (text === undefined) return;
         ms = parseDuration(text);
-        if (ms === undefined) return;
+        if (!ms) return;
       }
       const r = await withProgress(`Advancing the clock by ${formatDuration(ms)}`, () => t.request('clock.advance', { ms: ms! }));
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: the clock is now ${new Date(r.now).toISOString()}.`);

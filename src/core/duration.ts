@@ -34,3 +34,10 @@ export function formatDuration(ms: number): string {
   const d = Math.floor(h / 24);
   return h % 24 ? `${d} d ${h % 24} h` : `${d} d`;
 }
+
+/** What is wrong with an Advance Clock entry, or undefined: a duration, and more than 0 (0 would move nothing). */
+export function advanceProblem(text: string): string | undefined {
+  const ms = parseDuration(text);
+  if (ms === undefined) return 'A duration such as 30s, 5m, 1h or 1500 (ms)';
+  return ms === 0 ? 'Advance by more than 0, such as 30s' : undefined;
+}

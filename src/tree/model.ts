@@ -99,7 +99,7 @@ export function attemptsText(n: number): string {
   return n === 1 ? '1 attempt' : `${n} attempts`;
 }
 
-export function messageDescription(m: MessageView, now: number): string {
+export function messageDescription(m: MessageView, now: number, dialect?: Dialect): string {
   const tries = attemptsText(m.attempts);
   switch (m.state) {
     case 'ready':
@@ -109,20 +109,21 @@ export function messageDescription(m: MessageView, now: number): string {
     case 'leased':
       return `in flight${m.leaseUntil ? ` (${formatDuration(Math.max(0, m.leaseUntil - now))} left)` : ''} · ${tries}`;
     case 'dead':
-      return `dead${m.deadReason ? ` · ${m.deadReason}` : ''} · ${tries}`;
+      return `${deadWords(dialect).short.toLowerCase()}${m.deadReason ? ` · ${m.deadReason}` : ''} · ${tries}`;
   }
 }
 
-export function messageTooltip(m: MessageView): string {
+export function messageTooltip(m: MessageView, dialect?: Dialect): string {
+  const dead = deadWords(dialect).short.toLowerCase();
   const lines = [
     `id: ${m.id}`,
-    `state: ${m.state}`,
+    `state: ${m.state === 'dead' ? dead : m.state}`,
     `attempts: ${m.attempts}`,
     `enqueued: ${new Date(m.enqueuedAt).toISOString()}`,
   ];
   if (m.state === 'delayed') lines.push(`visible at: ${new Date(m.visibleAt).toISOString()}`);
   if (m.leaseUntil) lines.push(`lease until: ${new Date(m.leaseUntil).toISOString()}`);
-  if (m.deadAt) lines.push(`dead since: ${new Date(m.deadAt).toISOString()}`);
+  if (m.deadAt) lines.push(`${dead} since: ${new Date(m.deadAt).toISOString()}`);
   if (m.deadReason) lines.push(`reason: ${m.deadReason}`);
   if (m.lastError) lines.push(`last error: ${m.lastError}`);
   if (m.dedupeKey) lines.push(`dedupe key: ${m.dedupeKey}`);
@@ -372,9 +373,12 @@ export class TreeModel {
       case 'namespace': {
         const qs = this.allQueues().filter((q) => q.namespace === n.namespace);
         const dead = qs.reduce((s, q) => s + q.counts.dead, 0);
+        // In the queues' own word when they share a dialect (an env project's: "failed").
+        const dialects = new Set(qs.map((q) => q.dialect));
+        const word = dialects.size === 1 ? deadWords(qs[0].dialect).short.toLowerCase() : 'dead';
         return {
           label: n.namespace,
-          description: `${qs.length} ${qs.length === 1 ? 'queue' : 'queues'}${dead ? ` · ${formatCount(dead)} dead` : ''}`,
+          description: `${qs.length} ${qs.length === 1 ? 'queue' : 'queues'}${dead ? ` · ${formatCount(dead)} ${word}` : ''}`,
           tooltip: `Namespace ${n.namespace}`,
           contextValue: CONTEXT.namespace,
           collapsible: 'expanded',
@@ -429,8 +433,8 @@ export class TreeModel {
         if (!m) return { label: n.messageId, contextValue: n.folder === 'dead' ? CONTEXT.messageDead : CONTEXT.messageLive, collapsible: 'none' };
         return {
           label: bodyPreview(m.body),
-          description: `${messageDescription(m, this.now())} · ${m.id}`,
-          tooltip: messageTooltip(m),
+          description: `${messageDescription(m, this.now(), this.queueInfo(n.namespace, n.queue)?.dialect)} · ${m.id}`,
+          tooltip: messageTooltip(m, this.queueInfo(n.namespace, n.queue)?.dialect),
           contextValue: m.state === 'dead' ? CONTEXT.messageDead : CONTEXT.messageLive,
           collapsible: 'none',
           icon: STATE_ICON[m.state],

@@ -2,7 +2,7 @@ import { strict as assert } from 'assert';
 import { QuaysideError } from '../../../emulator/errors';
 import { isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
 import { batchDebounce } from '../../../src/core/debounce';
-import { formatDuration, parseDuration } from '../../../src/core/duration';
+import { advanceProblem, formatDuration, parseDuration } from '../../../src/core/duration';
 import { duration } from '../../../src/panel/webview/format';
 import { explainFailure, settingsCommand } from '../../../src/core/explain';
 import { npmFix } from '../../../src/core/npmFix';
@@ -109,6 +109,14 @@ describe('extension: durations', () => {
     assert.equal(parseDuration('5x'), undefined);
     assert.equal(formatDuration(90_000), '1 min 30 s');
     assert.equal(formatDuration(500), '500 ms');
+  });
+
+  it('Advance Clock takes a duration of more than 0', () => {
+    assert.equal(advanceProblem('30s'), undefined);
+    assert.equal(advanceProblem('1500'), undefined);
+    assert.equal(advanceProblem('0'), 'Advance by more than 0, such as 30s');
+    assert.equal(advanceProblem('0s'), 'Advance by more than 0, such as 30s');
+    assert.equal(advanceProblem('soon'), 'A duration such as 30s, 5m, 1h or 1500 (ms)');
   });
 
   it('says a duration as the panel does, in the tree and the palette too', () => {

@@ -210,6 +210,22 @@ describe('extension: tree model', () => {
     assert.equal(messageDescription(message('x', 'delayed', 1, { visibleAt: 70_000, attempts: 2 }), 10_000), 'delayed 1 min · 2 attempts');
   });
 
+  it('an env project says "failed" in its namespace row and in its failed messages\' rows and tooltips; a namespace of mixed dialects says "dead"', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('shop/dev', 'orders', { ready: 1, dead: 2 }, 'env'), queue('mixed', 'a', { dead: 1 }, 'env'), queue('mixed', 'b', { dead: 1 }, 'cache')];
+    t.messages.set('shop/dev/orders', [message('f1', 'dead', { id: 1 }, { deadReason: 'retry', attempts: 4, deadAt: 9_000 })]);
+    const m = await tree(t);
+    const [mixed, shop] = await m.children();
+    assert.equal(m.view(shop).description, '1 queue · 2 failed');
+    assert.equal(m.view(mixed).description, '2 queues · 2 dead');
+    const [orders] = await m.children(shop);
+    const [, failed] = await m.children(orders);
+    const [f1] = await m.children(failed);
+    assert.equal(m.view(f1).description, 'failed · retry · 4 attempts · f1');
+    assert.match(String(m.view(f1).tooltip), /^state: failed$/m);
+    assert.match(String(m.view(f1).tooltip), /^failed since: /m);
+  });
+
   it('a queue\'s tooltip gives the oldest wait as it is now: it grows between events (a backlog sends none)', async () => {
     let local = 1_000_000;
     const t = new ScriptedTransport();
