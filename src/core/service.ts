@@ -71,6 +71,8 @@ export class EmulatorService {
   /** Whether the last launch asked for a free port (0). */
   private askedFree = false;
   lastLaunch: LaunchInfo | undefined;
+  /** The quayside.url of the emulator last attached to: attaching there again reuses its token. */
+  private attachedUrl: string | undefined;
   private readonly opts: ServiceOptions;
   private readonly exists: (p: string) => boolean;
 
@@ -140,9 +142,14 @@ export class EmulatorService {
     if (cfg.url.trim()) {
       const info: LaunchInfo = { mode: 'attach', source: 'attached', url: cfg.url.trim() };
       this.lastLaunch = info;
+      // Attaching again after the emulator was lost goes back with the token that attached. A
+      // remote window may come to read a machine-scoped setting (quayside.token) as empty later on;
+      // a changed setting asks for a restart, which reads it afresh.
+      const prev = ctx.attempt > 0 && ctx.previous?.attached && this.attachedUrl === info.url ? ctx.previous.token : '';
+      const token = prev || cfg.token;
       log(`attaching to the emulator at ${info.url}`);
-      if (this.opts.launchOverride) return this.opts.launchOverride(cfg, ctx, info);
-      return attachEmulator(info.url!, cfg.token || undefined);
+      if (this.opts.launchOverride) return this.opts.launchOverride({ ...cfg, token }, ctx, info);
+      return attachEmulator(info.url!, token || undefined);
     }
     const crashRestart = ctx.attempt > 0 && ctx.previous && !ctx.previous.attached;
     const asked = crashRestart ? ctx.previous!.port : this.portOverride ?? cfg.port;
@@ -199,7 +206,9 @@ export class EmulatorService {
     if (s.state === 'running' && s.endpoint) {
       const ep = s.endpoint;
       if (!ep.attached && this.askedFree) this.keptPort = ep.port;
-      const token = ep.attached ? this.opts.getConfig().token || undefined : ep.token || this.token;
+      if (ep.attached) this.attachedUrl = this.lastLaunch?.url;
+      // An attached emulator's endpoint carries the token its attach used.
+      const token = ep.attached ? ep.token || undefined : ep.token || this.token;
       const conn = this.opts.makeConnection
         ? this.opts.makeConnection({ ...ep, token: token ?? '' })
         : new Connection({ url: ep.url, token, client: 'vscode' });
@@ -221,7 +230,7 @@ export class EmulatorService {
   connectionSettings(): string | undefined {
     const s = this.snapshot();
     if (s.state !== 'running' || !s.endpoint) return undefined;
-    const token = s.endpoint.attached ? this.opts.getConfig().token : s.endpoint.token || this.token;
+    const token = s.endpoint.token || (s.endpoint.attached ? '' : this.token);
     return `QUAYSIDE_URL=${s.endpoint.url}${token ? ` QUAYSIDE_TOKEN=${token}` : ''}`;
   }
 }

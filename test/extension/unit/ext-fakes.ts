@@ -72,14 +72,14 @@ export function change(namespace: string, q: string, kind: ChangeEvent['kind'], 
 export class FakeInstance implements Instance {
   readonly ready: Promise<Endpoint>;
   readonly exited: Promise<ExitInfo>;
-  listen!: (port?: number) => void;
+  listen!: (port?: number, endpoint?: Partial<Endpoint>) => void;
   fail!: (e: Error) => void;
   exit!: (code?: number) => void;
   exitWith!: (info: ExitInfo) => void;
   stopped = false;
   constructor(readonly ctx: LaunchContext = { attempt: 0 }) {
     this.ready = new Promise<Endpoint>((res, rej) => {
-      this.listen = (port = 7433) => res({ url: `ws://127.0.0.1:${port}`, http: `http://127.0.0.1:${port}`, token: 't', host: '127.0.0.1', port, attached: false });
+      this.listen = (port = 7433, endpoint = {}) => res({ url: `ws://127.0.0.1:${port}`, http: `http://127.0.0.1:${port}`, token: 't', host: '127.0.0.1', port, attached: false, ...endpoint });
       this.fail = rej;
     });
     this.ready.catch(() => undefined);

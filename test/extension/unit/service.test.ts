@@ -183,6 +183,47 @@ describe('extension: emulator service (fake launches)', () => {
     }
   });
 
+  it('attaches again after a loss with the token that attached, though the setting reads empty by then (a remote window\'s machine-scoped setting); a start reads it afresh', async () => {
+    const timers: (() => void)[] = [];
+    const instances: FakeInstance[] = [];
+    const tokens: string[] = [];
+    const connected: (string | undefined)[] = [];
+    let token = 'secret';
+    const svc = new EmulatorService({
+      getConfig: () => config({ url: 'ws://127.0.0.1:7433', token }),
+      exists: () => true,
+      makeConnection: (ep) => {
+        connected.push(ep.token);
+        return new ScriptedTransport();
+      },
+      lifecycle: { setTimer: (fn) => timers.push(fn), clearTimer: () => undefined },
+      launchOverride: async (cfg) => {
+        tokens.push(cfg.token);
+        const i = new FakeInstance();
+        instances.push(i);
+        // As attachEmulator does: the endpoint carries the token the attach used.
+        i.listen(7433, { attached: true, source: 'attached', token: cfg.token });
+        return i;
+      },
+    });
+    try {
+      await svc.start();
+      token = '';
+      instances[0].exit(1);
+      await waitFor(svc, (s) => s.state === 'crashed');
+      timers.shift()!();
+      await waitFor(svc, (s) => s.state === 'running');
+      assert.deepEqual(tokens, ['secret', 'secret']);
+      assert.deepEqual(connected, ['secret', 'secret'], 'the connection uses the token that attached');
+      assert.equal(svc.connectionSettings(), 'QUAYSIDE_URL=ws://127.0.0.1:7433 QUAYSIDE_TOKEN=secret');
+      token = 'changed';
+      await svc.restart();
+      assert.deepEqual(tokens, ['secret', 'secret', 'changed'], 'a restart reads the setting');
+    } finally {
+      await svc.dispose();
+    }
+  });
+
   it('reads restartOnCrash at each crash: turned off while running, the next crash is not restarted; on again, it is', async () => {
     const timers: (() => void)[] = [];
     const instances: FakeInstance[] = [];
