@@ -254,9 +254,14 @@ setInterval(() => {
 function renderStateChips() {
   const el = $('state-filter');
   const c = st.counts;
-  replace(el, ALL_STATES.map((s) =>
-    h('button', { type: 'button', class: `chip state-${s}`, 'data-state': s, 'aria-pressed': st.states.has(s) ? 'true' : 'false' },
-      stateLabel(s), c ? h('span', { class: 'chip-count' }, num(c[s])) : null)));
+  // Each chip is updated in place: the one a keyboard user toggled keeps the focus (Space again
+  // toggles it back), also when counts arrive.
+  for (const s of ALL_STATES) {
+    let chip = el.querySelector<HTMLButtonElement>(`button[data-state="${s}"]`);
+    if (!chip) chip = el.appendChild(h('button', { type: 'button', class: `chip state-${s}`, 'data-state': s }));
+    chip.setAttribute('aria-pressed', st.states.has(s) ? 'true' : 'false');
+    replace(chip, stateLabel(s), c ? h('span', { class: 'chip-count' }, num(c[s])) : null);
+  }
 }
 
 // ---- tabs -----------------------------------------------------------------------------------

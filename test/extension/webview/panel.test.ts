@@ -110,6 +110,21 @@ describe('queue panel webview (Chromium)', function () {
     assert.equal(await text(p, '#msg-empty'), 'No message matches the filter.');
   });
 
+  it('a state chip toggled from the keyboard keeps the focus: Space again toggles it back', async () => {
+    p = await openPanel(browser, fixtureQueue());
+    await p.page.waitForSelector('#msg-rows tr');
+    await p.page.focus('#state-filter [data-state=ready]');
+    await p.page.keyboard.press('Space');
+    await waitFor(async () => (lastRequest(p, 'peek')!.args as any).states.join() === 'delayed,leased,dead', 'ready off');
+    const focused = () => p.page.evaluate(() => document.activeElement?.getAttribute('data-state') ?? document.activeElement?.tagName);
+    assert.equal(await focused(), 'ready');
+    assert.equal(await p.page.getAttribute('#state-filter [data-state=ready]', 'aria-pressed'), 'false');
+    await p.page.keyboard.press('Space');
+    await waitFor(async () => (lastRequest(p, 'peek')!.args as any).states.join() === 'ready,delayed,leased,dead', 'ready on again');
+    assert.equal(await p.page.getAttribute('#state-filter [data-state=ready]', 'aria-pressed'), 'true');
+    assert.equal(await focused(), 'ready', 'still on the chip after the counts and the page came back');
+  });
+
   it('shows a message’s detail: pretty body, attributes, attempts, times, lease end, dead reason and last error', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
