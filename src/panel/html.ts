@@ -64,14 +64,14 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
 </header>
 <div class="banner hidden" id="banner" role="alert"><span id="banner-text"></span><button id="banner-retry" class="secondary">Retry</button></div>
 <nav class="tabs" role="tablist">
-  <button role="tab" data-tab="messages" id="tab-messages">Messages</button>
-  <button role="tab" data-tab="dead" id="tab-dead"><span id="dead-label">Dead letters</span> <span class="pill" id="dead-pill"></span></button>
-  <button role="tab" data-tab="push" id="tab-push">Push</button>
-  <button role="tab" data-tab="metrics" id="tab-metrics">Metrics</button>
-  <button role="tab" data-tab="audit" id="tab-audit">Audit log</button>
+  <button role="tab" data-tab="messages" id="tab-messages" aria-controls="view-messages">Messages</button>
+  <button role="tab" data-tab="dead" id="tab-dead" aria-controls="view-dead"><span id="dead-label">Dead letters</span> <span class="pill" id="dead-pill"></span></button>
+  <button role="tab" data-tab="push" id="tab-push" aria-controls="view-push">Push</button>
+  <button role="tab" data-tab="metrics" id="tab-metrics" aria-controls="view-metrics">Metrics</button>
+  <button role="tab" data-tab="audit" id="tab-audit" aria-controls="view-audit">Audit log</button>
 </nav>
 <main>
-  <section class="view" id="view-messages" role="tabpanel">
+  <section class="view" id="view-messages" role="tabpanel" aria-labelledby="tab-messages">
     <div class="toolbar">
       <div class="chips" id="state-filter" role="group" aria-label="States"></div>
       <input type="search" id="search" placeholder="Search bodies…" aria-label="Search bodies" spellcheck="false">
@@ -103,7 +103,7 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
     </div>
   </section>
 
-  <section class="view" id="view-dead" role="tabpanel">
+  <section class="view" id="view-dead" role="tabpanel" aria-labelledby="tab-dead">
     <div class="toolbar">
       <button id="dead-replay-selected" disabled>Replay selected</button>
       <button id="dead-discard-selected" class="danger secondary" disabled>Discard selected</button>
@@ -133,7 +133,7 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
     </div>
   </section>
 
-  <section class="view" id="view-push" role="tabpanel">
+  <section class="view" id="view-push" role="tabpanel" aria-labelledby="tab-push">
     <form id="push-form" class="push" novalidate>
       <div class="field wide">
         <label for="push-body">Body (JSON)</label>
@@ -170,7 +170,7 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
     </form>
   </section>
 
-  <section class="view" id="view-metrics" role="tabpanel">
+  <section class="view" id="view-metrics" role="tabpanel" aria-labelledby="tab-metrics">
     <div class="cards" id="metric-cards"></div>
     <div class="chart-box">
       <div class="chart-head">
@@ -182,7 +182,7 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
     </div>
   </section>
 
-  <section class="view" id="view-audit" role="tabpanel">
+  <section class="view" id="view-audit" role="tabpanel" aria-labelledby="tab-audit">
     <div class="toolbar"><button id="audit-refresh" class="secondary">Refresh</button><span class="spacer"></span><span class="muted">Replays and purges of this queue, newest first</span></div>
     <table class="grid" id="audit-table">
       <thead><tr><th>When</th><th>Action</th><th class="num">Messages</th><th>Token</th><th>Detail</th></tr></thead>

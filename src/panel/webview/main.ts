@@ -271,6 +271,8 @@ function setTab(tab: PanelTab, load = true) {
   for (const t of PANEL_TABS) {
     const b = $(`tab-${t}`);
     b.setAttribute('aria-selected', t === tab ? 'true' : 'false');
+    // One Tab stop for the tab list (the selected tab); the arrow keys move between tabs.
+    b.tabIndex = t === tab ? 0 : -1;
     show($(`view-${t}`), t === tab);
   }
   persist();
@@ -910,6 +912,17 @@ function detailClicks(id: string) {
 
 function wire() {
   for (const t of PANEL_TABS) $(`tab-${t}`).addEventListener('click', () => setTab(t));
+  // The tab list as the ARIA tabs pattern has it: Left / Right (wrapping), Home and End select and focus.
+  document.querySelector('[role=tablist]')!.addEventListener('keydown', (ev) => {
+    const e = ev as KeyboardEvent;
+    const i = PANEL_TABS.indexOf(st.tab);
+    const n = PANEL_TABS.length;
+    const to = { ArrowRight: (i + 1) % n, ArrowLeft: (i - 1 + n) % n, Home: 0, End: n - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    setTab(PANEL_TABS[to]);
+    $(`tab-${PANEL_TABS[to]}`).focus();
+  });
   $('state-filter').addEventListener('click', (ev) => {
     const b = (ev.target as HTMLElement).closest('button[data-state]');
     if (!b) return;

@@ -125,6 +125,28 @@ describe('queue panel webview (Chromium)', function () {
     assert.equal(await focused(), 'ready', 'still on the chip after the counts and the page came back');
   });
 
+  it('the tabs take the arrow keys, Home and End, and are one Tab stop (the ARIA tabs pattern)', async () => {
+    p = await openPanel(browser, fixtureQueue());
+    await p.page.waitForSelector('#msg-rows tr');
+    const tabIndexes = () => p.page.locator('[role=tab]').evaluateAll((els) => els.map((e) => (e as HTMLElement).tabIndex));
+    assert.deepEqual(await tabIndexes(), [0, -1, -1, -1, -1]);
+    await p.page.focus('#tab-messages');
+    await p.page.keyboard.press('ArrowRight');
+    assert.equal(await p.page.getAttribute('#tab-dead', 'aria-selected'), 'true');
+    assert.equal(await p.page.evaluate(() => document.activeElement?.id), 'tab-dead');
+    assert.equal(await p.page.isVisible('#view-dead'), true);
+    assert.deepEqual(await tabIndexes(), [-1, 0, -1, -1, -1]);
+    await p.page.keyboard.press('End');
+    assert.equal(await p.page.evaluate(() => document.activeElement?.id), 'tab-audit');
+    await p.page.keyboard.press('ArrowRight');
+    assert.equal(await p.page.evaluate(() => document.activeElement?.id), 'tab-messages', 'wraps around');
+    await p.page.keyboard.press('ArrowLeft');
+    assert.equal(await p.page.getAttribute('#tab-audit', 'aria-selected'), 'true');
+    await p.page.keyboard.press('Home');
+    assert.equal(await p.page.getAttribute('#tab-messages', 'aria-selected'), 'true');
+    assert.equal(await p.page.getAttribute('#tab-messages', 'aria-controls'), 'view-messages');
+  });
+
   it('shows a message’s detail: pretty body, attributes, attempts, times, lease end, dead reason and last error', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
