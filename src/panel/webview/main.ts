@@ -661,7 +661,11 @@ async function loadStats() {
   }
 }
 
-const ACTION_LABEL: Record<string, string> = { replay: 'Replay', purge_dead: 'Purge dead letters', purge: 'Purge live messages', delete_queue: 'Delete queue', expire: 'Expired by a shorter limit' };
+/** An audit entry's action in this queue's words (env: "Purge failed messages"). */
+function actionLabel(action: string): string {
+  const labels: Record<string, string> = { replay: 'Replay', purge_dead: `Purge ${words().many}`, purge: 'Purge live messages', delete_queue: 'Delete queue', expire: 'Expired by a shorter limit' };
+  return labels[action] ?? action;
+}
 
 async function loadAudit() {
   try {
@@ -671,7 +675,7 @@ async function loadAudit() {
     replace($('audit-rows'), entries.map((e) =>
       h('tr', null,
         h('td', { title: isoTime(e.at) }, `${isoTime(e.at)} · ${relative(e.at, now())}`),
-        h('td', null, h('span', { class: `action action-${e.action}` }, ACTION_LABEL[e.action] ?? e.action)),
+        h('td', null, h('span', { class: `action action-${e.action}` }, actionLabel(e.action))),
         h('td', { class: 'num' }, num(e.count)),
         // The name is the creator's label; the id tells apart tokens that share one.
         h('td', { title: e.tokenId ? `token ${e.tokenId}` : 'recorded before token ids' }, e.token, e.tokenId ? h('span', { class: 'mono muted' }, ` ${e.tokenId}`) : null),

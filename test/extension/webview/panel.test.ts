@@ -596,6 +596,10 @@ describe('queue panel webview (Chromium)', function () {
     await waitFor(async () => (await p.page.locator('#metric-cards .card.dead .card-label').count()) === 1, 'the cards');
     assert.equal(await p.page.textContent('#metric-cards .card.dead .card-label'), 'Failed');
     assert.equal(await p.page.textContent('#metric-cards .card.dead .card-sub'), 'their retries ran out');
+    // The audit log names the purge in the same words.
+    await p.page.click('#tab-audit');
+    await waitFor(async () => (await p.page.locator('#audit-rows .action-purge_dead').count()) === 2, 'the audit entries (the fixture\'s and this purge)');
+    assert.deepEqual(await p.page.locator('#audit-rows .action-purge_dead').allTextContents(), ['Purge failed messages', 'Purge failed messages']);
   });
 
   it('a dead letter that is gone keeps saying so when the queue reloads', async () => {
