@@ -838,9 +838,16 @@ async function loadQueue(): Promise<boolean> {
 
 // ---- wiring ---------------------------------------------------------------------------------
 
+/** Narrow, the detail sits under the list (panel.css): a row opened by a click or Enter scrolls it into sight. */
+const NARROW = window.matchMedia('(max-width: 1100px)');
+
 function rowClicks(which: 'msg' | 'dead') {
   const p = which === 'msg' ? st.msg : st.dead;
   const tbody = $(`${which}-rows`);
+  const open = (id: string) => {
+    void loadDetail(which === 'msg' ? 'messages' : 'dead', id);
+    if (NARROW.matches) $(which === 'msg' ? 'detail' : 'dead-detail').scrollIntoView({ block: 'nearest' });
+  };
   tbody.addEventListener('click', (ev) => {
     const t = ev.target as HTMLElement;
     const tr = t.closest('tr');
@@ -853,7 +860,7 @@ function rowClicks(which: 'msg' | 'dead') {
       return;
     }
     if (t.closest('td.check')) return;
-    void loadDetail(which === 'msg' ? 'messages' : 'dead', id);
+    open(id);
   });
   tbody.addEventListener('keydown', (ev) => {
     const tr = (ev.target as HTMLElement).closest('tr');
@@ -861,7 +868,7 @@ function rowClicks(which: 'msg' | 'dead') {
     if (ev.key === 'Enter' || ev.key === ' ') {
       ev.preventDefault();
       const id = tr.getAttribute('data-id');
-      if (id) void loadDetail(which === 'msg' ? 'messages' : 'dead', id);
+      if (id) open(id);
     } else if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
       ev.preventDefault();
       const next = (ev.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling) as HTMLElement | null;

@@ -304,6 +304,17 @@ describe('queue panel webview (Chromium)', function () {
     const list = (await p.page.locator('#view-messages .list').boundingBox())!;
     const detail = (await p.page.locator('#detail').boundingBox())!;
     assert.ok(detail.y >= list.y + list.height - 1, 'the detail is under the list');
+    // Opened from a row, the detail under a page of 50 rows is scrolled into sight.
+    const inSight = async () => {
+      const r = await p.page.locator('#detail').evaluate((el) => { const b = el.getBoundingClientRect(); return { top: b.top, bottom: b.bottom }; });
+      return r.top < 700 && r.bottom > 0;
+    };
+    await p.page.evaluate(() => window.scrollTo(0, 0));
+    await p.page.locator('#msg-rows tr').first().evaluate((el) => el.scrollIntoView());
+    assert.equal(await inSight(), false, 'at the top of the list the detail is out of sight');
+    await p.page.click('#msg-rows tr >> nth=0');
+    await waitFor(inSight, 'the detail scrolled into sight');
+    await p.page.evaluate(() => window.scrollTo(0, 0));
     // Wide, they sit side by side.
     await p.page.setViewportSize({ width: 1400, height: 800 });
     await waitFor(async () => (await p.page.locator('#detail').boundingBox())!.y < (await p.page.locator('#view-messages .list').boundingBox())!.y + 50, 'side by side');
