@@ -788,5 +788,11 @@ describe('queue panel stylesheet', () => {
     const offset = /outline-offset:\s*(-?\d+)px/.exec(rule[1]);
     assert.ok(offset && Number(offset[1]) > 0, `outline-offset ${offset?.[1]}`);
   });
+
+  it('draws the theme\'s button border (Dark Modern\'s secondary buttons have no background, only a border)', () => {
+    const rule = /(?:^|\})\s*button\s*\{([^}]*)\}/.exec(css);
+    assert.ok(rule, 'a button rule');
+    assert.match(rule[1], /border:\s*1px solid var\(--vscode-button-border\b/);
+  });
 });
 
