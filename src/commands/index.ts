@@ -366,7 +366,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         void vscode.window.showInformationMessage(`Quayside: ${qname(ref)} holds no messages.`);
         return r;
       }
-      const id = await pickMessage(r.messages, `Peek ${qname(ref)}: ${r.messages.length} of ${r.total} (nothing is leased)`, messagePickHint(r.messages.length, r.total));
+      const { dialect } = await t.request('queue.get', ref);
+      const id = await pickMessage(r.messages, `Peek ${qname(ref)}: ${r.messages.length} of ${r.total} (nothing is leased)`, messagePickHint(r.messages.length, r.total), dialect);
       if (id) await showMessage({ ...ref, id });
       return r;
     },
@@ -461,7 +462,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         ms = parseDuration(text);
         if (!ms) return;
       }
-      const r = await withProgress(`Advancing the clock by ${formatDuration(ms)}`, () => t.request('clock.advance', { ms: ms! }));
+      const r = await withProgress(`Advancing the clock by ${ms % 1000 ? `${ms.toLocaleString('en-US')} ms` : formatDuration(ms)}`, () => t.request('clock.advance', { ms: ms! }));
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: the clock is now ${new Date(r.now).toISOString()}.`);
       return r;
     },
@@ -478,8 +479,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (!(await ensureRunning(arg))) return;
       const q = await pickQueue(t, arg, 'Show Message');
       if (!q) return;
-      const r = await t.request('peek', { ...q, states: ['ready', 'delayed', 'leased', 'dead'], limit: 100 });
-      const id = await pickMessage(r.messages, `Show Message: ${qname(q)}`, messagePickHint(r.messages.length, r.total));
+      const [r, { dialect }] = await Promise.all([t.request('peek', { ...q, states: ['ready', 'delayed', 'leased', 'dead'], limit: 100 }), t.request('queue.get', q)]);
+      const id = await pickMessage(r.messages, `Show Message: ${qname(q)}`, messagePickHint(r.messages.length, r.total), dialect);
       return id ? showMessage({ ...q, id }) : undefined;
     },
     'quayside.replayMessage': async (arg, selected) => handlers['quayside.replayDeadLetters'](arg, selected),

@@ -1,8 +1,8 @@
 // The palette's quick-pick items as plain data (no VS Code here), so their wording and choices are
 // unit-tested; ui.ts and index.ts show them.
-import type { MessageView } from '../../emulator/protocol';
+import type { Dialect, MessageView } from '../../emulator/protocol';
 import { validateName } from '../core/args';
-import { bodyPreview } from '../core/wording';
+import { bodyPreview, deadWords } from '../core/wording';
 import { attemptsText } from '../tree/model';
 
 /**
@@ -13,9 +13,10 @@ export function plain(text: string): string {
   return text.replace(/\$\(/g, '\\$(');
 }
 
-/** Peek Messages: one message. */
-export function peekItem(m: MessageView) {
-  return { label: plain(bodyPreview(m.body, 80)), description: plain(`${m.state} · ${attemptsText(m.attempts)}${m.deadReason ? ` · ${m.deadReason}` : ''}`), detail: m.id, m };
+/** Peek Messages: one message (a dead one in its queue's word: env says "failed"). */
+export function peekItem(m: MessageView, dialect?: Dialect) {
+  const state = m.state === 'dead' ? deadWords(dialect).short.toLowerCase() : m.state;
+  return { label: plain(bodyPreview(m.body, 80)), description: plain(`${state} · ${attemptsText(m.attempts)}${m.deadReason ? ` · ${m.deadReason}` : ''}`), detail: m.id, m };
 }
 
 /** What a message id looks like (`m_` and a number), so a typed one can be offered before asking the emulator. */
@@ -34,8 +35,8 @@ export interface MessageItem {
  * Show Message and Peek Messages: the page of messages peeked, and a typed message id that is not
  * on it (a queue holds more than one page), offered first, so any message can be opened by its id.
  */
-export function messageItems(messages: readonly MessageView[], typed: string): MessageItem[] {
-  const items: MessageItem[] = messages.map((m) => ({ ...peekItem(m), id: m.id }));
+export function messageItems(messages: readonly MessageView[], typed: string, dialect?: Dialect): MessageItem[] {
+  const items: MessageItem[] = messages.map((m) => ({ ...peekItem(m, dialect), id: m.id }));
   const id = typed.trim();
   if (MESSAGE_ID.test(id) && !messages.some((m) => m.id === id)) items.unshift({ label: `$(go-to-file) Show ${id}`, description: 'by its id', id, alwaysShow: true });
   return items;

@@ -1,6 +1,6 @@
 // Prompts shared by the commands: which queue, a modal confirmation, progress, errors.
 import * as vscode from 'vscode';
-import type { MessageView, QueueInfo, QueueRef } from '../../emulator/protocol';
+import type { Dialect, MessageView, QueueInfo, QueueRef } from '../../emulator/protocol';
 import type { Transport } from '../../emulator/clients/transport';
 import { refFromArg } from '../core/args';
 import { countsDetail } from '../tree/model';
@@ -62,8 +62,8 @@ export function pickNamespace(namespaces: readonly { namespace: string; queues: 
  * A message from a peeked page, or any other of the queue's by its typed id (see messageItems):
  * its id, or undefined when dismissed.
  */
-export async function pickMessage(messages: readonly MessageView[], title: string, placeholder: string): Promise<string | undefined> {
-  return (await typedPick<MessageItem>(title, placeholder, (v) => messageItems(messages, v), undefined, true))?.id;
+export async function pickMessage(messages: readonly MessageView[], title: string, placeholder: string, dialect?: Dialect): Promise<string | undefined> {
+  return (await typedPick<MessageItem>(title, placeholder, (v) => messageItems(messages, v, dialect), undefined, true))?.id;
 }
 
 /** A modal "are you sure"; true only when the user picked `action`. */

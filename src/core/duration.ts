@@ -24,7 +24,7 @@ export function parseDuration(text: string): number | undefined {
  */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms <= 0) return '0 s';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 1000) return `${Math.floor(ms)} ms`;
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${s} s`;
   const m = Math.floor(s / 60);

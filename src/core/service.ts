@@ -142,11 +142,11 @@ export class EmulatorService {
     if (cfg.url.trim()) {
       const info: LaunchInfo = { mode: 'attach', source: 'attached', url: cfg.url.trim() };
       this.lastLaunch = info;
-      // Attaching again after the emulator was lost goes back with the token that attached. A
-      // remote window may come to read a machine-scoped setting (quayside.token) as empty later on;
-      // a changed setting asks for a restart, which reads it afresh.
+      // Attaching again after the emulator was lost reads the setting, as a start does; where it
+      // reads empty (a remote window may come to read the machine-scoped quayside.token so), it
+      // goes back with the token that attached. No emulator takes an empty token.
       const prev = ctx.attempt > 0 && ctx.previous?.attached && this.attachedUrl === info.url ? ctx.previous.token : '';
-      const token = prev || cfg.token;
+      const token = cfg.token || prev;
       log(`attaching to the emulator at ${info.url}`);
       if (this.opts.launchOverride) return this.opts.launchOverride({ ...cfg, token }, ctx, info);
       return attachEmulator(info.url!, token || undefined);

@@ -54,14 +54,6 @@ interface Page {
   stale: boolean;
 }
 
-/** Appends the next page's messages to `page` (none twice: one may have moved back behind the cursor). */
-function addNew(page: Page, more: Page): void {
-  const seen = new Set(page.messages.map((m) => m.id));
-  page.messages.push(...more.messages.filter((m) => !seen.has(m.id)));
-  page.next = more.next;
-  page.total = more.total;
-}
-
 export interface TreeModelOptions {
   pageSize?: number;
   /** The local clock (tests); the emulator's time is derived from it (see EmulatorClock). */
@@ -287,8 +279,9 @@ export class TreeModel {
         let page = this.pages.get(id);
         if (!page || page.stale) {
           try {
-            // As many as were shown: a change must not take back the pages "Load more" added.
-            page = await this.fetchPages(n, Math.max(this.pageSize, page?.messages.length ?? 0));
+            // As many as were shown (in one peek, so at most the protocol's largest page): a change
+            // must not take back the pages "Load more" added.
+            page = await this.fetchPage(n, undefined, Math.min(Math.max(this.pageSize, page?.messages.length ?? 0), LIMITS.maxPageSize));
           } catch (e) {
             return [this.node({ kind: 'error' as const, id: `error:${id}`, message: `Cannot peek: ${(e as Error).message}` })];
           }
@@ -343,22 +336,16 @@ export class TreeModel {
     return { messages: r.messages, next: r.next, total: r.total, stale: false };
   }
 
-  /** The folder's first `want` messages (or all there are), a page of at most the protocol's largest at a time. */
-  private async fetchPages(n: { namespace: string; queue: string; folder: FolderKind }, want: number): Promise<Page> {
-    const page = await this.fetchPage(n, undefined, Math.min(want, LIMITS.maxPageSize));
-    while (page.next && page.messages.length < want) {
-      const more = await this.fetchPage(n, page.next, Math.min(want - page.messages.length, LIMITS.maxPageSize));
-      addNew(page, more);
-    }
-    return page;
-  }
-
   /** Fetch the next page of a folder; resolves to the folder node to refresh. */
   async loadMore(n: { namespace: string; queue: string; folder: FolderKind }): Promise<TreeNode> {
     const folder = this.folderNode(n.namespace, n.queue, n.folder);
     const page = this.pages.get(folder.id);
     if (!page || !page.next) return folder;
-    addNew(page, await this.fetchPage(n, page.next));
+    const more = await this.fetchPage(n, page.next);
+    const seen = new Set(page.messages.map((m) => m.id));
+    page.messages.push(...more.messages.filter((m) => !seen.has(m.id)));
+    page.next = more.next;
+    page.total = more.total;
     return folder;
   }
 

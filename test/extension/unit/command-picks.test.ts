@@ -48,6 +48,9 @@ describe('extension: command quick picks and documents', () => {
     assert.deepEqual([0, 1, 2].map(attemptsText), ['0 attempts', '1 attempt', '2 attempts']);
     assert.equal(peekItem(message('m1', 'ready', { a: 1 }, { attempts: 1 })).description, 'ready · 1 attempt');
     assert.equal(peekItem(message('m2', 'dead', 'x', { attempts: 5, deadReason: 'nack' })).description, 'dead · 5 attempts · nack');
+    // An env queue's failed message says so, as its tree row does.
+    assert.equal(peekItem(message('m3', 'dead', 'x', { attempts: 4, deadReason: 'retry' }), 'env').description, 'failed · 4 attempts · retry');
+    assert.equal(messageItems([message('m3', 'dead', 'x', { attempts: 4, deadReason: 'retry' })], '', 'env')[0].description, 'failed · 4 attempts · retry');
     const d = deadLetterItem(message('m3', 'dead', { a: 1 }, { attempts: 1, deadReason: 'timeout', lastError: 'boom' }));
     assert.deepEqual(d, { label: '{"a":1}', description: 'timeout · 1 attempt', detail: 'm3 · boom', id: 'm3' });
   });

@@ -128,6 +128,7 @@ describe('extension: durations', () => {
     assert.equal(formatDuration(1_500), '1 s');
     assert.equal(formatDuration(29_900), '29 s');
     assert.equal(formatDuration(2 * 3_600_000 + 10 * 60_000), '2 h 10 min');
+    assert.equal(formatDuration(999.6), '999 ms');
     assert.equal(formatDuration(0), '0 s');
     assert.equal(formatDuration(Number.NaN), '0 s');
   });

@@ -183,7 +183,7 @@ describe('extension: emulator service (fake launches)', () => {
     }
   });
 
-  it('attaches again after a loss with the token that attached, though the setting reads empty by then (a remote window\'s machine-scoped setting); a start reads it afresh', async () => {
+  it('attaches again after a loss with the token setting, or, where it reads empty by then (a remote window\'s machine-scoped setting), with the token that attached', async () => {
     const timers: (() => void)[] = [];
     const instances: FakeInstance[] = [];
     const tokens: string[] = [];
@@ -219,6 +219,13 @@ describe('extension: emulator service (fake launches)', () => {
       token = 'changed';
       await svc.restart();
       assert.deepEqual(tokens, ['secret', 'secret', 'changed'], 'a restart reads the setting');
+      // A token set anew while the emulator is lost (its owner restarted it with another) is the one used.
+      token = 'newer';
+      instances[2].exit(1);
+      await waitFor(svc, (s) => s.state === 'crashed');
+      timers.shift()!();
+      await waitFor(svc, (s) => s.state === 'running');
+      assert.deepEqual(tokens, ['secret', 'secret', 'changed', 'newer']);
     } finally {
       await svc.dispose();
     }
