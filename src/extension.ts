@@ -58,6 +58,9 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   };
   const offState = svc.lifecycle.onDidChange(onState);
   onState(svc.snapshot());
+  // With quayside.url set the extension attaches rather than starts: the welcome says so.
+  const setAttachMode = () => void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!vscode.workspace.getConfiguration('quayside').get<string>('url', '').trim());
+  setAttachMode();
   const messageDocs = registerMessageDocuments(svc.transport);
 
   context.subscriptions.push(
@@ -81,6 +84,7 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('quayside')) return;
       svc.settingsChanged();
+      setAttachMode();
       // A running emulator read them when it started: say so, or the change seems ignored.
       const changed = settingsNeedingRestart((k) => e.affectsConfiguration(k));
       if (changed.length && svc.state === 'running') {

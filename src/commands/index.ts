@@ -184,7 +184,9 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
    */
   const startWithUi = async (opts: { port?: number; restart?: boolean } = {}): Promise<Snapshot> => {
     const { restart, ...start } = opts;
-    const snap = await withProgress(restart ? 'Restarting the Quayside emulator…' : 'Starting the Quayside emulator…', () =>
+    const attaching = !!vscode.workspace.getConfiguration('quayside').get<string>('url', '').trim();
+    const title = attaching ? `${restart ? 'Re-attaching' : 'Attaching'} to the Quayside emulator…` : restart ? 'Restarting the Quayside emulator…' : 'Starting the Quayside emulator…';
+    const snap = await withProgress(title, () =>
       restart ? service.restart(start) : service.start(start),
     );
     if (snap.state !== 'running' && snap.error) reportFailure(snap.error);

@@ -61,12 +61,11 @@ export function messageRefFromArg(a: unknown): (QueueRef & { id: string }) | und
  */
 export function messageIdsFromArgs(arg: unknown, selected: unknown): string[] | undefined {
   if (isMessageNode(arg)) {
-    if (arg.folder !== 'dead') return [];
-    // Only dead letters of the clicked node's queue: the command acts on that queue alone.
-    const same = (Array.isArray(selected) ? selected : [])
-      .filter((n): n is MessageNodeish & { messageId: string } => isMessageNode(n) && n.folder === 'dead' && n.namespace === arg.namespace && n.queue === arg.queue)
-      .map((n) => n.messageId);
-    return same.includes(arg.messageId) ? [...new Set(same)] : [arg.messageId];
+    const sel = (Array.isArray(selected) ? selected : []).filter((n): n is MessageNodeish & { messageId: string } => isMessageNode(n) && n.namespace === arg.namespace && n.queue === arg.queue);
+    // Clicked within the selection (even on a live message of it): the selection's dead letters of
+    // the clicked node's queue, as the command acts on that queue alone.
+    if (sel.some((n) => n.folder === arg.folder && n.messageId === arg.messageId)) return [...new Set(sel.filter((n) => n.folder === 'dead').map((n) => n.messageId))];
+    return arg.folder === 'dead' ? [arg.messageId] : [];
   }
   const ids = (arg as { ids?: unknown } | undefined)?.ids;
   if (Array.isArray(ids) && ids.every((x) => typeof x === 'string')) return ids as string[];

@@ -68,8 +68,11 @@ describe('extension: command arguments', () => {
     // A selection without the clicked node: just the clicked one.
     assert.deepEqual(messageIdsFromArgs(m('a'), [m('b'), m('c')]), ['a']);
     assert.deepEqual(messageIdsFromArgs(m('a'), undefined), ['a']);
-    // A live message node names nothing to replay or discard.
+    // A live message node names nothing to replay or discard...
     assert.deepEqual(messageIdsFromArgs(m('a', { folder: 'messages' }), [m('a', { folder: 'messages' })]), []);
+    assert.deepEqual(messageIdsFromArgs(m('a', { folder: 'messages' }), [m('b')]), []);
+    // ...but one clicked within a selection stands for the selection's dead letters (of its queue).
+    assert.deepEqual(messageIdsFromArgs(m('live', { folder: 'messages' }), [m('a'), m('live', { folder: 'messages' }), m('other', { queue: 'q2' }), m('b')]), ['a', 'b']);
     assert.deepEqual(messageIdsFromArgs({ namespace: 'n', queue: 'q', ids: ['x'] }, undefined), ['x']);
     assert.equal(messageIdsFromArgs({ kind: 'folder', id: 'f' }, undefined), undefined);
   });
