@@ -42,8 +42,9 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   tree.attach(view);
   const status = new StatusBar();
 
+  const attachUrl = () => vscode.workspace.getConfiguration('quayside').get<string>('url', '').trim() || undefined;
   const onState = (s: Snapshot) => {
-    status.update(s);
+    status.update(s, attachUrl());
     void vscode.commands.executeCommand('setContext', 'quayside.state', s.state);
     void vscode.commands.executeCommand('setContext', 'quayside.virtualClock', s.state === 'running' && s.endpoint?.clock === 'virtual');
     // The view title's Stop button also cancels a pending restart.
@@ -58,8 +59,11 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   };
   const offState = svc.lifecycle.onDidChange(onState);
   onState(svc.snapshot());
-  // With quayside.url set the extension attaches rather than starts: the welcome says so.
-  const setAttachMode = () => void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!vscode.workspace.getConfiguration('quayside').get<string>('url', '').trim());
+  // With quayside.url set the extension attaches rather than starts: the welcome and the status bar say so.
+  const setAttachMode = () => {
+    void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!attachUrl());
+    status.update(svc.snapshot(), attachUrl());
+  };
   setAttachMode();
   const messageDocs = registerMessageDocuments(svc.transport);
 

@@ -1,38 +1,13 @@
 // The status-bar item: stopped / starting / running on host:port / crashed. A click starts or stops.
 import * as vscode from 'vscode';
 import type { Snapshot } from './core/lifecycle';
-
-export function statusText(s: Snapshot, now = Date.now()): { text: string; tooltip: string; warning: boolean } {
-  switch (s.state) {
-    case 'stopped':
-      return { text: '$(debug-stop) Quayside: stopped', tooltip: s.error ? `Quayside emulator stopped: ${s.error.message}\nClick to start` : 'Quayside emulator stopped — click to start', warning: !!s.error };
-    case 'starting':
-      return { text: '$(sync~spin) Quayside: starting…', tooltip: 'Starting the Quayside emulator — click to stop', warning: false };
-    case 'running': {
-      const ep = s.endpoint!;
-      return {
-        text: `$(pass-filled) Quayside: ${ep.host}:${ep.port}`,
-        tooltip: `Quayside emulator ${ep.attached ? 'attached at' : 'running on'} ${ep.url}${ep.pid ? ` (pid ${ep.pid})` : ''}${ep.clock === 'virtual' ? ', virtual clock' : ''}\nClick to stop`,
-        warning: false,
-      };
-    }
-    case 'stopping':
-      return { text: '$(sync~spin) Quayside: stopping…', tooltip: 'Stopping the Quayside emulator', warning: false };
-    case 'crashed': {
-      const wait = s.restartAt ? Math.max(0, Math.ceil((s.restartAt - now) / 1000)) : undefined;
-      return {
-        text: `$(error) Quayside: crashed${wait !== undefined ? ` (restart in ${wait}s)` : ''}`,
-        tooltip: `${s.error?.message ?? 'The Quayside emulator crashed'}\nClick to start it now`,
-        warning: true,
-      };
-    }
-  }
-}
+import { statusText } from './core/statusText';
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('quayside.status', vscode.StatusBarAlignment.Left, 50);
   private ticker: NodeJS.Timeout | undefined;
   private last: Snapshot | undefined;
+  private attachUrl: string | undefined;
 
   constructor() {
     this.item.name = 'Quayside';
@@ -40,9 +15,11 @@ export class StatusBar implements vscode.Disposable {
     this.item.show();
   }
 
-  update(s: Snapshot): void {
+  /** `attachUrl`: quayside.url, when set (the extension attaches to that emulator instead of starting one). */
+  update(s: Snapshot, attachUrl = this.attachUrl): void {
     this.last = s;
-    const t = statusText(s);
+    this.attachUrl = attachUrl;
+    const t = statusText(s, Date.now(), attachUrl);
     this.item.text = t.text;
     this.item.tooltip = t.tooltip;
     this.item.backgroundColor = t.warning && s.state === 'crashed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
