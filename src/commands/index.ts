@@ -22,7 +22,7 @@ import { checkAttributes, checkDedupeKey, delayProblem } from '../panel/validate
 import { isPanelTab, type ExportFormat, type PanelTab } from '../panel/messages';
 import { PanelHandler } from '../panel/handler';
 import { vscodeUi } from '../panel';
-import { arrivedNote, deadWords, qname } from '../core/wording';
+import { arrivedNote, capital, deadWords, qname } from '../core/wording';
 import { actOnAllDead, actOnSelectedDead, type DeadAction, type DeadUi } from '../core/deadLetters';
 
 export interface CommandContext {
@@ -384,16 +384,33 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       const ref = await pickQueue(t, arg, 'Export Messages');
       if (!ref) return;
       const given = isProgrammatic(arg) ? (arg as { format?: unknown; states?: unknown; file?: unknown }) : {};
-      const what = given.states !== undefined ? { states: given.states as MessageView['state'][] } : await vscode.window.showQuickPick(
-        [
-          { label: 'Every message', detail: 'ready, delayed, in flight and dead', states: ['ready', 'delayed', 'leased', 'dead'] as MessageView['state'][] },
-          { label: 'Live messages', detail: 'ready, delayed and in flight', states: ['ready', 'delayed', 'leased'] as MessageView['state'][] },
-          { label: 'Dead letters', states: ['dead'] as MessageView['state'][] },
-        ],
-        { title: `Export Messages of ${qname(ref)}`, placeHolder: 'Which messages?' },
-      );
-      if (!what) return;
-      const format = given.format !== undefined ? given.format : (await vscode.window.showQuickPick(['json', 'ndjson'], { title: `Export Messages of ${qname(ref)}`, placeHolder: 'As a JSON array, or one JSON object per line?' }));
+      let states = given.states as MessageView['state'][] | undefined;
+      if (states === undefined) {
+        // The dead ones in the queue's own words (env: failed messages).
+        const words = deadWords((await t.request('queue.get', ref)).dialect);
+        const what = await vscode.window.showQuickPick(
+          [
+            { label: 'Every message', detail: `ready, delayed, in flight and ${words.short.toLowerCase()}`, states: ['ready', 'delayed', 'leased', 'dead'] as MessageView['state'][] },
+            { label: 'Live messages', detail: 'ready, delayed and in flight', states: ['ready', 'delayed', 'leased'] as MessageView['state'][] },
+            { label: capital(words.many), states: ['dead'] as MessageView['state'][] },
+          ],
+          { title: `Export Messages of ${qname(ref)}`, placeHolder: 'Which messages?' },
+        );
+        if (!what) return;
+        states = what.states;
+      }
+      const format =
+        given.format !== undefined
+          ? given.format
+          : (
+              await vscode.window.showQuickPick(
+                [
+                  { label: 'JSON', description: 'one array of every message', format: 'json' },
+                  { label: 'NDJSON', description: 'one message per line', format: 'ndjson' },
+                ],
+                { title: `Export Messages of ${qname(ref)}`, placeHolder: 'In which format?' },
+              )
+            )?.format;
       if (!format) return;
       const ui = vscodeUi();
       // Called with { file }: no save dialog, as every prompt is skipped for a programmatic call.
@@ -401,7 +418,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (file) ui.chooseSaveTarget = async () => ({ label: file, write: (text) => fs.promises.writeFile(file, text, 'utf8') });
       const handler = new PanelHandler({ ref, transport: t, ui, post: () => {} });
       try {
-        const r = await handler.dispatch('export', { format: format as ExportFormat, states: what.states });
+        const r = await handler.dispatch('export', { format: format as ExportFormat, states });
         if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: exported ${r.exported} message(s) of ${qname(ref)} to ${r.target}.`);
         return r;
       } catch (e) {
