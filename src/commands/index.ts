@@ -211,7 +211,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         if (!isProgrammatic(arg)) void vscode.window.showInformationMessage('Quayside: the emulator is not running.');
         return service.snapshot();
       }
-      await withProgress('Stopping the Quayside emulator…', () => service.stop());
+      const attached = service.snapshot().endpoint?.attached;
+      await withProgress(attached ? 'Detaching from the Quayside emulator (it keeps running)…' : 'Stopping the Quayside emulator…', () => service.stop());
       return service.snapshot();
     },
     'quayside.restart': async () => startWithUi({ restart: true }),

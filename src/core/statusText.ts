@@ -6,6 +6,7 @@ export function statusText(s: Snapshot, now = Date.now(), attachUrl?: string): {
   // With quayside.url set, stopped means detached: that emulator runs on its own.
   if (attachUrl && s.state === 'stopped' && !s.error) return { text: '$(debug-disconnect) Quayside: detached', tooltip: `Not attached to the emulator at ${attachUrl} (it runs on its own) — click to attach`, warning: false };
   if (attachUrl && s.state === 'starting') return { text: '$(sync~spin) Quayside: attaching…', tooltip: `Attaching to the emulator at ${attachUrl} — click to stop`, warning: false };
+  if (attachUrl && s.state === 'stopping') return { text: '$(sync~spin) Quayside: detaching…', tooltip: `Detaching from the emulator at ${attachUrl} (it keeps running)`, warning: false };
   switch (s.state) {
     case 'stopped':
       return { text: '$(debug-stop) Quayside: stopped', tooltip: s.error ? `Quayside emulator stopped: ${s.error.message}\nClick to start` : 'Quayside emulator stopped — click to start', warning: !!s.error };

@@ -18,6 +18,8 @@ describe('extension: status bar text', () => {
     assert.equal(detached.text, '$(debug-disconnect) Quayside: detached');
     assert.match(detached.tooltip, /Not attached to the emulator at ws:\/\/10\.0\.0\.5:7433 \(it runs on its own\) — click to attach/);
     assert.equal(statusText({ state: 'starting' } as Snapshot, 0, url).text, '$(sync~spin) Quayside: attaching…');
+    assert.equal(statusText({ state: 'stopping' } as Snapshot, 0, url).text, '$(sync~spin) Quayside: detaching…');
+    assert.equal(statusText({ state: 'stopping' } as Snapshot).text, '$(sync~spin) Quayside: stopping…');
     const failed = statusText({ state: 'stopped', error: { code: 'attach_failed', message: 'ECONNREFUSED' } } as Snapshot, 0, url);
     assert.deepEqual([failed.text, failed.warning], ['$(debug-stop) Quayside: stopped', true]);
     assert.match(statusText({ state: 'running', endpoint: { ...ep, attached: true } } as Snapshot, 0, url).tooltip, /attached at ws:\/\/127\.0\.0\.1:7433/);
