@@ -203,6 +203,9 @@ describe('Quayside extension in VS Code', function () {
       const again = (await vscode.commands.executeCommand('quayside.showMessage', { namespace: NS, queue: 'docs', id })) as vscode.TextDocument;
       const open = () => vscode.workspace.textDocuments.find((d) => !d.isClosed && d.uri.toString() === again.uri.toString());
       await until('the dead state shown', () => /"state": "dead"/.test(open()?.getText() ?? ''));
+      // Open, it follows the message: a replay (a change event naming it) is read again without showing it anew.
+      await vscode.commands.executeCommand('quayside.replayMessage', { namespace: NS, queue: 'docs', ids: [id] });
+      await until('the replayed message read again as ready', () => /"state": "ready"/.test(open()?.getText() ?? ''));
       // Pushed from its message document, a message is pushed again with its own body, not the view around it.
       await vscode.window.showTextDocument(open()!);
       const copy = (await vscode.commands.executeCommand('quayside.pushMessageFromEditor', { namespace: NS, queue: 'docs' })) as { id: string };
