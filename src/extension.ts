@@ -40,11 +40,10 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   const tree = new QueueTreeProvider(svc.transport);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, canSelectMany: true, showCollapseAll: true });
   tree.attach(view);
-  const status = new StatusBar();
+  const status = new StatusBar(() => svc.attachUrl);
 
-  const attachUrl = () => vscode.workspace.getConfiguration('quayside').get<string>('url', '').trim() || undefined;
   const onState = (s: Snapshot) => {
-    status.update(s, attachUrl());
+    status.update(s);
     void vscode.commands.executeCommand('setContext', 'quayside.state', s.state);
     void vscode.commands.executeCommand('setContext', 'quayside.virtualClock', s.state === 'running' && s.endpoint?.clock === 'virtual');
     // The view title's Stop button also cancels a pending restart.
@@ -61,8 +60,8 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   onState(svc.snapshot());
   // With quayside.url set the extension attaches rather than starts: the welcome and the status bar say so.
   const setAttachMode = () => {
-    void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!attachUrl());
-    status.update(svc.snapshot(), attachUrl());
+    void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!svc.attachUrl);
+    status.update(svc.snapshot());
   };
   setAttachMode();
   const messageDocs = registerMessageDocuments(svc.transport);

@@ -7,19 +7,17 @@ export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('quayside.status', vscode.StatusBarAlignment.Left, 50);
   private ticker: NodeJS.Timeout | undefined;
   private last: Snapshot | undefined;
-  private attachUrl: string | undefined;
 
-  constructor() {
+  /** `attachUrl`: quayside.url when set (the extension attaches to that emulator instead of starting one). */
+  constructor(private readonly attachUrl: () => string | undefined) {
     this.item.name = 'Quayside';
     this.item.command = 'quayside.toggle';
     this.item.show();
   }
 
-  /** `attachUrl`: quayside.url, when set (the extension attaches to that emulator instead of starting one). */
-  update(s: Snapshot, attachUrl = this.attachUrl): void {
+  update(s: Snapshot): void {
     this.last = s;
-    this.attachUrl = attachUrl;
-    const t = statusText(s, Date.now(), attachUrl);
+    const t = statusText(s, Date.now(), this.attachUrl());
     this.item.text = t.text;
     this.item.tooltip = t.tooltip;
     this.item.backgroundColor = t.warning && s.state === 'crashed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;

@@ -184,8 +184,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
    */
   const startWithUi = async (opts: { port?: number; restart?: boolean } = {}): Promise<Snapshot> => {
     const { restart, ...start } = opts;
-    const attaching = !!vscode.workspace.getConfiguration('quayside').get<string>('url', '').trim();
-    const title = attaching ? `${restart ? 'Re-attaching' : 'Attaching'} to the Quayside emulator…` : restart ? 'Restarting the Quayside emulator…' : 'Starting the Quayside emulator…';
+    const title = service.attachUrl ? `${restart ? 'Re-attaching' : 'Attaching'} to the Quayside emulator…` : restart ? 'Restarting the Quayside emulator…' : 'Starting the Quayside emulator…';
     const snap = await withProgress(title, () =>
       restart ? service.restart(start) : service.start(start),
     );
@@ -391,7 +390,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         const words = deadWords((await t.request('queue.get', ref)).dialect);
         const what = await vscode.window.showQuickPick(
           [
-            { label: 'Every message', detail: `ready, delayed, in flight and ${words.short.toLowerCase()}`, states: ['ready', 'delayed', 'leased', 'dead'] as MessageView['state'][] },
+            { label: 'Every message', detail: `ready, delayed, in flight and ${words.state}`, states: ['ready', 'delayed', 'leased', 'dead'] as MessageView['state'][] },
             { label: 'Live messages', detail: 'ready, delayed and in flight', states: ['ready', 'delayed', 'leased'] as MessageView['state'][] },
             { label: capital(words.many), states: ['dead'] as MessageView['state'][] },
           ],

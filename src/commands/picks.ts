@@ -15,7 +15,7 @@ export function plain(text: string): string {
 
 /** Peek Messages: one message (a dead one in its queue's word: env says "failed"). */
 export function peekItem(m: MessageView, dialect?: Dialect) {
-  const state = m.state === 'dead' ? deadWords(dialect).short.toLowerCase() : m.state;
+  const state = m.state === 'dead' ? deadWords(dialect).state : m.state;
   return { label: plain(bodyPreview(m.body, 80)), description: plain(`${state} · ${attemptsText(m.attempts)}${m.deadReason ? ` · ${m.deadReason}` : ''}`), detail: m.id, m };
 }
 

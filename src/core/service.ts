@@ -131,6 +131,11 @@ export class EmulatorService {
     this.keptPort = undefined;
   }
 
+  /** quayside.url when set: the extension then attaches to that emulator instead of starting one. */
+  get attachUrl(): string | undefined {
+    return this.opts.getConfig().url.trim() || undefined;
+  }
+
   async dispose(): Promise<void> {
     await this.lifecycle.dispose();
     await this.setConnection(undefined);
@@ -139,8 +144,9 @@ export class EmulatorService {
   private async launch(ctx: LaunchContext): Promise<Instance> {
     const cfg = this.opts.getConfig();
     const log = this.opts.log ?? (() => undefined);
-    if (cfg.url.trim()) {
-      const info: LaunchInfo = { mode: 'attach', source: 'attached', url: cfg.url.trim() };
+    const url = cfg.url.trim();
+    if (url) {
+      const info: LaunchInfo = { mode: 'attach', source: 'attached', url };
       this.lastLaunch = info;
       // Attaching again after the emulator was lost reads the setting, as a start does; where it
       // reads empty (a remote window may come to read the machine-scoped quayside.token so), it

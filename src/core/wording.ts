@@ -5,11 +5,14 @@ import type { Dialect, QueueRef } from '../../emulator/protocol';
 /** "shop/orders": a queue as the palette and the dialogs name it. */
 export const qname = (r: QueueRef) => `${r.namespace}/${r.queue}`;
 
-/** What a dialect calls its dead letters (env: "Failed", as the tree says), in every place that names them. */
+/**
+ * What a dialect calls its dead letters (env: "Failed", as the tree says), in every place that names
+ * them; `state` is the state's word in running text ("3 failed", "dead · nack").
+ */
 export function deadWords(dialect: Dialect | undefined) {
   return dialect === 'env'
-    ? { area: 'Failed', short: 'Failed', one: 'failed message', many: 'failed messages', where: 'their retries ran out' }
-    : { area: 'Dead letters', short: 'Dead', one: 'dead letter', many: 'dead letters', where: 'in the dead-letter queue' };
+    ? { area: 'Failed', short: 'Failed', state: 'failed', one: 'failed message', many: 'failed messages', where: 'their retries ran out' }
+    : { area: 'Dead letters', short: 'Dead', state: 'dead', one: 'dead letter', many: 'dead letters', where: 'in the dead-letter queue' };
 }
 
 /** The area's name: a tab, a tree folder. */

@@ -74,7 +74,7 @@ export function liveCount(c: QueueCounts): number {
 /** All four counts (tooltips, quick picks). */
 /** `dialect`: env calls its dead letters failed (as its folder and panel do). */
 export function countsDetail(c: QueueCounts, dialect?: Dialect): string {
-  return `${formatCount(c.ready)} ready · ${formatCount(c.delayed)} delayed · ${formatCount(c.leased)} in flight · ${formatCount(c.dead)} ${deadWords(dialect).short.toLowerCase()}`;
+  return `${formatCount(c.ready)} ready · ${formatCount(c.delayed)} delayed · ${formatCount(c.leased)} in flight · ${formatCount(c.dead)} ${deadWords(dialect).state}`;
 }
 
 /** The tree's short form: ready always, delayed / in flight / dead when there are any. */
@@ -82,7 +82,7 @@ export function countsDescription(c: QueueCounts, dialect?: Dialect): string {
   const parts = [`${formatCount(c.ready)} ready`];
   if (c.delayed) parts.push(`${formatCount(c.delayed)} delayed`);
   if (c.leased) parts.push(`${formatCount(c.leased)} in flight`);
-  if (c.dead) parts.push(`${formatCount(c.dead)} ${deadWords(dialect).short.toLowerCase()}`);
+  if (c.dead) parts.push(`${formatCount(c.dead)} ${deadWords(dialect).state}`);
   return parts.join(' · ');
 }
 
@@ -101,12 +101,12 @@ export function messageDescription(m: MessageView, now: number, dialect?: Dialec
     case 'leased':
       return `in flight${m.leaseUntil ? ` (${formatDuration(Math.max(0, m.leaseUntil - now))} left)` : ''} · ${tries}`;
     case 'dead':
-      return `${deadWords(dialect).short.toLowerCase()}${m.deadReason ? ` · ${m.deadReason}` : ''} · ${tries}`;
+      return `${deadWords(dialect).state}${m.deadReason ? ` · ${m.deadReason}` : ''} · ${tries}`;
   }
 }
 
 export function messageTooltip(m: MessageView, dialect?: Dialect): string {
-  const dead = deadWords(dialect).short.toLowerCase();
+  const dead = deadWords(dialect).state;
   const lines = [
     `id: ${m.id}`,
     `state: ${m.state === 'dead' ? dead : m.state}`,
@@ -362,7 +362,7 @@ export class TreeModel {
         const dead = qs.reduce((s, q) => s + q.counts.dead, 0);
         // In the queues' own word when they share a dialect (an env project's: "failed").
         const dialects = new Set(qs.map((q) => q.dialect));
-        const word = dialects.size === 1 ? deadWords(qs[0].dialect).short.toLowerCase() : 'dead';
+        const word = deadWords(dialects.size === 1 ? qs[0].dialect : undefined).state;
         return {
           label: n.namespace,
           description: `${qs.length} ${qs.length === 1 ? 'queue' : 'queues'}${dead ? ` · ${formatCount(dead)} ${word}` : ''}`,
@@ -418,10 +418,11 @@ export class TreeModel {
       case 'message': {
         const m = this.message(n);
         if (!m) return { label: n.messageId, contextValue: n.folder === 'dead' ? CONTEXT.messageDead : CONTEXT.messageLive, collapsible: 'none' };
+        const dialect = this.queueInfo(n.namespace, n.queue)?.dialect;
         return {
           label: bodyPreview(m.body),
-          description: `${messageDescription(m, this.now(), this.queueInfo(n.namespace, n.queue)?.dialect)} · ${m.id}`,
-          tooltip: messageTooltip(m, this.queueInfo(n.namespace, n.queue)?.dialect),
+          description: `${messageDescription(m, this.now(), dialect)} · ${m.id}`,
+          tooltip: messageTooltip(m, dialect),
           contextValue: m.state === 'dead' ? CONTEXT.messageDead : CONTEXT.messageLive,
           collapsible: 'none',
           icon: STATE_ICON[m.state],

@@ -305,7 +305,7 @@ function stateBadge(s: MessageState) {
 function whenCell(m: MessageView) {
   if (m.state === 'leased' && m.leaseUntil) return h('span', { title: `Lease ends ${isoTime(m.leaseUntil)}` }, rel(m.leaseUntil, 'lease ends '));
   if (m.state === 'delayed') return h('span', { title: isoTime(m.visibleAt) }, rel(m.visibleAt, 'visible '));
-  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, rel(m.deadAt, `${words().short.toLowerCase()} `));
+  if (m.state === 'dead' && m.deadAt) return h('span', { title: isoTime(m.deadAt) }, rel(m.deadAt, `${words().state} `));
   return h('span', { title: isoTime(m.visibleAt) }, 'visible');
 }
 
