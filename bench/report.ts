@@ -78,11 +78,15 @@ export function renderMarkdown(res: Results): string {
   }
   p();
   const d = res.counts.default as { seq: number; inflight: number; batchMsgs: number; consume: number; depthLevels: number[]; depthConsume: number };
-  const az = res.counts.azurite as typeof d;
-  p(`Counts per run: ${d.seq.toLocaleString('en-US')} sequential pushes, ${d.inflight.toLocaleString('en-US')} pushes 16 in flight, ${d.batchMsgs.toLocaleString('en-US')} messages in batches of 100, ` +
-    `${d.consume.toLocaleString('en-US')} consumed per consume scenario, ${d.depthConsume.toLocaleString('en-US')} consumed at each depth. ` +
-    `Azurite, which runs a few hundred messages a second, gets ${az.seq.toLocaleString('en-US')} / ${az.inflight.toLocaleString('en-US')} / ${az.consume.toLocaleString('en-US')} and depths up to ${Math.max(...az.depthLevels).toLocaleString('en-US')} only ` +
-    '(preloading and draining 100,000 at its rate of 20 msgs/s at depth would take hours). Bodies are ~200-byte JSON objects. Each scenario runs on a new queue after a short warm-up.');
+  const az = res.counts.azurite as typeof d | undefined;
+  const pg = res.counts.pgboss as typeof d | undefined;
+  const n = (x: number) => x.toLocaleString('en-US');
+  const smaller = (c: typeof d) => `${n(c.seq)} / ${n(c.inflight)} / ${c.batchMsgs ? `${n(c.batchMsgs)} / ` : ''}${n(c.consume)} and depths up to ${n(Math.max(...c.depthLevels))}`;
+  p(`Counts per run: ${n(d.seq)} sequential pushes, ${n(d.inflight)} pushes 16 in flight, ${n(d.batchMsgs)} messages in batches of 100, ` +
+    `${n(d.consume)} consumed per consume scenario, ${n(d.depthConsume)} consumed at each depth.` +
+    (az ? ` Azurite, which runs a few hundred messages a second, gets ${smaller(az)} only (preloading and draining 100,000 at its rate of 20 msgs/s at depth would take hours).` : '') +
+    (pg ? ` pg-boss, which commits each call to disk at a few thousand a second, gets ${smaller(pg)}.` : '') +
+    ' Bodies are ~200-byte JSON objects. Each scenario runs on a new queue after a short warm-up.');
   p();
 
   p('## Targets');
@@ -115,7 +119,7 @@ export function renderMarkdown(res: Results): string {
   const levels = [...new Set(res.figures.filter((f) => f.scenario.startsWith('consume.depth.')).map((f) => Number(f.scenario.split('.')[2])))].sort((a, b) => a - b);
   for (const lv of levels) row(`consume.depth.${lv}`, 'rate', `5. consume + ack, 16 consumers, ${lv.toLocaleString('en-US')} already queued (msgs/s)`);
   p();
-  p('A dash means the target did not run that figure (Azurite\'s depth is capped, see above).');
+  p('A dash means the target did not run that figure (the slower peers\' depths are capped, see above).');
   p();
 
   p('## Limits of the machine (same run)');

@@ -15,6 +15,7 @@ import { renderMarkdown } from './report';
 import { WsEcho, sqliteInserts } from './targets/baseline';
 import { BullMQTarget } from './targets/bullmq';
 import { AzuriteTarget } from './targets/azurite';
+import { PgBossTarget } from './targets/pgboss';
 import { QuaysideTarget, buildQuayside, startCli } from './targets/quayside';
 import { runQuaysideFaces } from './targets/quayside-faces';
 import type { QueueTarget } from './targets/types';
@@ -39,8 +40,13 @@ const SMOKE_C: Counts = { seq: 300, inflight: 1_000, batchMsgs: 2_000, consume: 
 // counts, and depth capped at 10,000 (100,000 would take hours to preload and drain).
 const AZ_FULL: Counts = { seq: 2_000, inflight: 3_000, batchMsgs: 0, consume: 3_000, depthLevels: [1_000, 10_000], depthConsume: 500 };
 const AZ_SMOKE: Counts = { seq: 100, inflight: 200, batchMsgs: 0, consume: 200, depthLevels: [100], depthConsume: 100 };
+// pg-boss commits each call to disk (a few thousand messages a second): smaller counts than
+// Quayside's and BullMQ's, and depth up to 100,000 (preloaded 1,000 jobs per insert).
+const PG_FULL: Counts = { seq: 2_000, inflight: 5_000, batchMsgs: 50_000, consume: 5_000, depthLevels: [1_000, 100_000], depthConsume: 3_000 };
+const PG_SMOKE: Counts = { seq: 100, inflight: 300, batchMsgs: 1_000, consume: 300, depthLevels: [1_000], depthConsume: 200 };
 const C = SMOKE ? SMOKE_C : FULL;
-const countsFor = (t: QueueTarget): Counts => (t.id === 'azurite' ? (SMOKE ? AZ_SMOKE : AZ_FULL) : C);
+const PEER_COUNTS: Record<string, Counts> = SMOKE ? { azurite: AZ_SMOKE, pgboss: PG_SMOKE } : { azurite: AZ_FULL, pgboss: PG_FULL };
+const countsFor = (t: QueueTarget): Counts => PEER_COUNTS[t.id] ?? C;
 
 const BUDGET_MS = Number(argVal('--budget-min') ?? (SMOKE ? 3 : 60)) * 60_000;
 const T_START = Date.now();
@@ -314,7 +320,7 @@ function writeResults(loadAtStart: number[], partial: boolean): void {
     finishedAt: new Date().toISOString(),
     seconds: Math.round((Date.now() - T_START) / 1000),
     machine: machine(loadAtStart),
-    counts: { default: C, azurite: SMOKE ? AZ_SMOKE : AZ_FULL, runs: RUNS, partial },
+    counts: { default: C, ...PEER_COUNTS, runs: RUNS, partial },
     targets: targetInfos,
     figures: [...figures.values()],
     goals: goals(),
@@ -374,6 +380,7 @@ async function main(): Promise<void> {
   add(new BullMQTarget('memory'), BullMQTarget.available());
   add(new BullMQTarget('aof-everysec'), BullMQTarget.available());
   add(new AzuriteTarget(), AzuriteTarget.available());
+  add(new PgBossTarget(), PgBossTarget.available());
 
   for (let run = 1; run <= RUNS; run++) {
     log(`run ${run}: machine limits`);

@@ -2,13 +2,12 @@
 # Installs the bench's peers, idempotently, so `npm run bench` works on a fresh machine:
 #   - npm packages, pinned (their newest releases need Node 22), into .bench-deps/ (gitignored);
 #   - Debian's redis-server via apt, skipped when a redis-server binary is already there;
-#   - pg-boss and Debian's `postgresql` only with BENCH_PGBOSS=1 (opt-in, not benchmarked yet) and
-#     only if it is missing.
+#   - pg-boss (npm) and Debian's `postgresql` for the pg-boss peer, PostgreSQL only if it is missing.
 # The repo's own dependencies are installed with `npm ci` only when they are missing (a fresh
 # clone where nobody ran `npm install` yet: the bench needs tsx and the emulator's own modules);
 # the repo's package.json and lock file are never touched.
-# Env: BENCH_SKIP_APT=1 skips apt (a machine without root); BENCH_PGBOSS=1 also installs pg-boss
-# and PostgreSQL (no adapter uses them yet).
+# Env: BENCH_SKIP_APT=1 skips apt (a machine without root); BENCH_PGBOSS=0 leaves pg-boss and
+# PostgreSQL out (the bench then skips that peer and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS="$PWD/.bench-deps"
@@ -19,7 +18,7 @@ NPM_PKGS=(
   "azurite@3.35.0"
   "@azure/storage-queue@12.30.0"
 )
-if [ "${BENCH_PGBOSS:-0}" != "0" ]; then NPM_PKGS+=("pg-boss@10.4.2"); fi
+if [ "${BENCH_PGBOSS:-1}" != "0" ]; then NPM_PKGS+=("pg-boss@10.4.2"); fi
 
 log() { echo "bench/setup: $*" >&2; }
 
@@ -73,7 +72,7 @@ else
   apt_install redis-server
 fi
 
-if [ "${BENCH_PGBOSS:-0}" != "0" ]; then
+if [ "${BENCH_PGBOSS:-1}" != "0" ]; then
   if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
     log "PostgreSQL already installed ($(ls -d /usr/lib/postgresql/*/ | head -1))"
   else
