@@ -294,6 +294,43 @@ export function rssOf(pid: number): { rssMB: number; hwmMB: number } | null {
   }
 }
 
+/** The process ids below `pid` (children, theirs, …). */
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const queue = [pid];
+  for (let p = queue.shift(); p !== undefined && out.length < 1000; p = queue.shift()) {
+    try {
+      const kids = fs.readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      out.push(...kids);
+      queue.push(...kids);
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+function pssMB(pid: number): number {
+  try {
+    return Number(/^Pss:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? NaN) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * A server's memory. A single process: its RSS and peak (rssOf). A server that forks a process
+ * per connection (PostgreSQL): the sum of the processes' PSS, which counts each shared page once
+ * across them (their RSS summed would count the shared buffers once per process); no peak.
+ */
+export function serverMemory(pid: number): { rssMB: number; hwmMB: number; note?: string } | null {
+  const top = rssOf(pid);
+  const kids = descendants(pid);
+  if (!top || kids.length === 0) return top;
+  const total = [pid, ...kids].reduce((a, p) => a + pssMB(p), 0);
+  return { rssMB: total, hwmMB: NaN, note: `PSS summed over ${kids.length + 1} processes` };
+}
+
 export function dirSizeMB(d: string): number {
   let total = 0;
   const walk = (p: string) => {

@@ -149,7 +149,8 @@ export function renderMarkdown(res: Results): string {
     p(`| server RSS with ${lv.toLocaleString('en-US')} queued (MB; peak so far) | ` + allTargets.map((t) => {
       const r = get(`rss.depth.${lv}`, t, 'rss');
       const pk = get(`rss.depth.${lv}`, t, 'peak');
-      return r ? `${num(r.median, 'MB')} (peak ${num(pk?.median, 'MB')})` : '–';
+      if (!r) return '–';
+      return `${num(r.median, 'MB')} (${pk && Number.isFinite(pk.median) ? `peak ${num(pk.median, 'MB')}` : (r.note ?? 'no peak')})`;
     }).join(' | ') + ' |');
   }
   const qOnly = (label: string, f: Figure | undefined) => p(`| ${label} | ${cell(f)} | ${peers.map(() => '').join(' | ')} |`);

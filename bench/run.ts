@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  BUILD, ROOT, argVal, drive, killAllChildrenSync, liveChildren, log, makeBody, makeTmpDir, median, now, removeTmpDir, rssOf, sleep, startProc, dirSizeMB, type Sample,
+  BUILD, ROOT, argVal, drive, killAllChildrenSync, liveChildren, log, makeBody, makeTmpDir, median, now, removeTmpDir, rssOf, serverMemory, sleep, startProc, dirSizeMB, type Sample,
 } from './lib';
 import type { Figure, GoalCheck, Results, TargetInfo } from './results-model';
 import { renderMarkdown } from './report';
@@ -191,11 +191,11 @@ async function depthScenarios(t: QueueTarget): Promise<void> {
           have -= k.depthConsume;
         }
         const pid = t.serverPid();
-        const r = pid ? rssOf(pid) : null;
+        const r = pid ? serverMemory(pid) : null;
         if (r) {
-          record(`rss.depth.${d}`, t.id, 'rss', 'MB', r.rssMB);
+          record(`rss.depth.${d}`, t.id, 'rss', 'MB', r.rssMB, r.note ? { note: r.note } : {});
           record(`rss.depth.${d}`, t.id, 'peak', 'MB', r.hwmMB);
-          log(`  ${t.id} RSS with ${d.toLocaleString()} queued: ${r.rssMB.toFixed(0)} MB (peak ${r.hwmMB.toFixed(0)} MB)`);
+          log(`  ${t.id} RSS with ${d.toLocaleString()} queued: ${r.rssMB.toFixed(0)} MB (${r.note ?? `peak ${r.hwmMB.toFixed(0)} MB`})`);
         }
       }, 30_000);
     }
