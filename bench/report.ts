@@ -81,7 +81,7 @@ export function renderMarkdown(res: Results): string {
   const az = res.counts.azurite as typeof d | undefined;
   const pg = res.counts.pgboss as typeof d | undefined;
   const n = (x: number) => x.toLocaleString('en-US');
-  const smaller = (c: typeof d) => `${n(c.seq)} / ${n(c.inflight)} / ${c.batchMsgs ? `${n(c.batchMsgs)} / ` : ''}${n(c.consume)} and depths up to ${n(Math.max(...c.depthLevels))}`;
+  const smaller = (c: typeof d) => `${n(c.seq)} sequential, ${n(c.inflight)} 16 in flight, ${c.batchMsgs ? `${n(c.batchMsgs)} in batches, ` : ''}${n(c.consume)} consumed, and depths up to ${n(Math.max(...c.depthLevels))}`;
   p(`Counts per run: ${n(d.seq)} sequential pushes, ${n(d.inflight)} pushes 16 in flight, ${n(d.batchMsgs)} messages in batches of 100, ` +
     `${n(d.consume)} consumed per consume scenario, ${n(d.depthConsume)} consumed at each depth.` +
     (az ? ` Azurite, which runs a few hundred messages a second, gets ${smaller(az)} only (preloading and draining 100,000 at its rate of 20 msgs/s at depth would take hours).` : '') +
