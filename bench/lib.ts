@@ -102,6 +102,13 @@ export async function drive(total: number, inFlight: number, op: (i: number) => 
   return out;
 }
 
+/** Fills a queue with `n` bodies (numbered from `from`) in batches of 1,000, 4 batches in flight. */
+export async function preloadInBatches(n: number, from: number, pushBatch: (bodies: unknown[]) => Promise<unknown>): Promise<void> {
+  const per = 1000;
+  const calls = Math.ceil(n / per);
+  await drive(calls, 4, (c) => pushBatch(Array.from({ length: Math.min(per, n - c * per) }, (_, j) => makeBody(from + c * per + j))));
+}
+
 /**
  * Consumes `n` messages with `consumers` loops, each claiming up to 10 at a time and settling them
  * before it claims again (a peer's pull-and-ack loop). An empty answer is retried after 5 ms; 200

@@ -1,7 +1,7 @@
 // BullMQ on Debian's redis-server, started by the bench on a free 127.0.0.1 port, in two
 // durabilities: in memory (no RDB, no AOF) and AOF with `appendfsync everysec`.
 import { execFileSync } from 'node:child_process';
-import { depRequire, depVersion, drive, freePort, makeBody, makeTmpDir, now, removeTmpDir, startProc, waitForPort, type Proc, type Sample } from '../lib';
+import { depRequire, depVersion, freePort, makeTmpDir, now, preloadInBatches, removeTmpDir, startProc, waitForPort, type Proc, type Sample } from '../lib';
 import type { QueueClient, QueueTarget } from './types';
 
 type Mode = 'memory' | 'aof-everysec';
@@ -118,9 +118,7 @@ class BullQueueClient implements QueueClient {
   }
 
   async preload(n: number, from = 0): Promise<void> {
-    const per = 1000;
-    const calls = Math.ceil(n / per);
-    await drive(calls, 4, (c) => this.pushBatch(Array.from({ length: Math.min(per, n - c * per) }, (_, j) => makeBody(from + c * per + j))));
+    await preloadInBatches(n, from, (bodies) => this.pushBatch(bodies));
   }
 
   async consume(n: number, consumers: number): Promise<Sample> {

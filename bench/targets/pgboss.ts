@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { consumeLoops, depRequire, depVersion, drive, freePort, makeBody, makeTmpDir, removeTmpDir, sleep, startProc, waitForPort, type Proc, type Sample } from '../lib';
+import { consumeLoops, depRequire, depVersion, freePort, makeTmpDir, preloadInBatches, removeTmpDir, sleep, startProc, waitForPort, type Proc, type Sample } from '../lib';
 import type { QueueClient, QueueTarget } from './types';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -139,9 +139,7 @@ class PgBossQueue implements QueueClient {
   }
 
   async preload(n: number, from = 0): Promise<void> {
-    const per = 1000;
-    const calls = Math.ceil(n / per);
-    await drive(calls, 4, (c) => this.pushBatch(Array.from({ length: Math.min(per, n - c * per) }, (_, j) => makeBody(from + c * per + j))));
+    await preloadInBatches(n, from, (bodies) => this.pushBatch(bodies));
   }
 
   async consume(n: number, consumers: number): Promise<Sample> {

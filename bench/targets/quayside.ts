@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BUILD, ROOT, consumeLoops, drive, log, makeBody, makeTmpDir, now, removeTmpDir, startProc, type Proc, type Sample } from '../lib';
+import { BUILD, ROOT, consumeLoops, log, makeTmpDir, now, preloadInBatches, removeTmpDir, startProc, type Proc, type Sample } from '../lib';
 import type { QueueClient, QueueTarget } from './types';
 
 type ConnectionMod = typeof import('../../emulator/clients/connection');
@@ -140,9 +140,7 @@ export class QuaysideQueue implements QueueClient {
   }
 
   async preload(n: number, from = 0): Promise<void> {
-    const per = 1000;
-    const calls = Math.ceil(n / per);
-    await drive(calls, 4, (k) => this.pushBatch(Array.from({ length: Math.min(per, n - k * per) }, (_, j) => makeBody(from + k * per + j))));
+    await preloadInBatches(n, from, (bodies) => this.pushBatch(bodies));
   }
 
   async consume(n: number, consumers: number): Promise<Sample> {
