@@ -1114,7 +1114,15 @@ function peekWhere(queueId: number, states: readonly string[], now: number, sear
   if (states.includes('dead')) ors.push('state = 2');
   let where = `queue_id = ? AND (${ors.length ? ors.join(' OR ') : '0'})`;
   if (search) {
-    where += ' AND instr(body, ?) > 0';
+    // Bodies are stored as JSON text, where a string's " and \ (and control characters) are
+    // escaped: the search also matches as it is written inside a JSON string, so a text that
+    // holds them is found as typed.
+    const escaped = JSON.stringify(search).slice(1, -1);
+    if (escaped === search) where += ' AND instr(body, ?) > 0';
+    else {
+      where += ' AND (instr(body, ?) > 0 OR instr(body, ?) > 0)';
+      params.push(escaped);
+    }
     params.push(search);
   }
   return { where, params };
