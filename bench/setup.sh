@@ -6,8 +6,9 @@
 # The repo's own dependencies are installed with `npm ci` only when they are missing (a fresh
 # clone where nobody ran `npm install` yet: the bench needs tsx and the emulator's own modules);
 # the repo's package.json and lock file are never touched.
-# Env: BENCH_SKIP_APT=1 skips apt (a machine without root); BENCH_PGBOSS=0 leaves pg-boss and
-# PostgreSQL out (the bench then skips that peer and says so).
+# Env: BENCH_SKIP_APT=1 skips apt (a machine without root); BENCH_PGBOSS=0 does not install pg-boss
+# or PostgreSQL (without them the bench skips that peer and says so; `--skip pgboss` skips it
+# when they are there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS="$PWD/.bench-deps"
