@@ -19,8 +19,10 @@ const USAGE = `quayside <command> [options]
   push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
                                        (BODY "-" reads stdin; attributes are kept and shown, and env consumers get them)
   peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N] [--cursor NEXT]
+                                       [--search TEXT] (a case-sensitive part of the body, as the panel's filter)
   show Q ID    one message in full     --ns NAMESPACE
-  export Q     every message, as JSON  --ns NAMESPACE [--state ready,delayed,leased,dead] [--format json|ndjson] [--out FILE]
+  export Q     every message, as JSON  --ns NAMESPACE [--state ready,delayed,leased,dead] [--search TEXT]
+                                       [--format json|ndjson] [--out FILE]
   stats Q      counts and 24 h of lag  --ns NAMESPACE
   dead Q       list dead letters       --ns NAMESPACE [--limit N] [--cursor NEXT]
                                        (an env queue's failed area; NEXT: what a page prints when more follow)
@@ -91,8 +93,8 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   push: [...CLIENT_FLAGS, ...NS_FLAGS, 'delay', 'dedupe', 'attributes'],
   stats: [...CLIENT_FLAGS, ...NS_FLAGS],
   show: [...CLIENT_FLAGS, ...NS_FLAGS],
-  peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit', 'cursor'],
-  export: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'format', 'out'],
+  peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit', 'cursor', 'search'],
+  export: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'search', 'format', 'out'],
   dead: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit', 'cursor'],
   replay: [...CLIENT_FLAGS, ...NS_FLAGS, 'ids', 'max'],
   'purge-dead': [...CLIENT_FLAGS, ...NS_FLAGS, 'ids'],
@@ -414,7 +416,7 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'peek': {
-        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: statesFlag(args), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 20, cursor: flag(args, 'cursor') });
+        const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: statesFlag(args), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 20, cursor: flag(args, 'cursor'), search: nonEmptyFlag(args, 'search') });
         out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']) + morePages(r));
         break;
       }
@@ -427,9 +429,10 @@ async function client(cmd: string, args: Args): Promise<void> {
         const file = flag(args, 'out');
         if (file !== undefined && file.trim() === '') throw new UsageError('--out needs a file name');
         const states = statesFlag(args) ?? [...STATES];
+        const search = nonEmptyFlag(args, 'search');
         const all: MessageView[] = [];
         for (let cursor: string | undefined; ; ) {
-          const page = await conn.request('peek', { namespace: ns(args), queue, states, limit: LIMITS.maxPageSize, cursor });
+          const page = await conn.request('peek', { namespace: ns(args), queue, states, search, limit: LIMITS.maxPageSize, cursor });
           all.push(...page.messages);
           if (!page.next || page.messages.length === 0) break;
           cursor = page.next;

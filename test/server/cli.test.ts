@@ -106,6 +106,21 @@ describe('quayside CLI: push --attributes, stats and show', function () {
     assert.equal(bad?.code, 64);
   });
 
+  it('peek and export take --search, the panel\'s filter: a case-sensitive part of the body, quotes found as typed', async () => {
+    const ref = { namespace: 'cli', queue: 'searched' };
+    for (const body of [{ to: 'ada' }, { to: 'bob' }, { say: 'she said "hi"' }, { to: 'Ada' }]) await emu.engine.push({ ...ref, body, create: 'cache' });
+    const peeked = JSON.parse((await run(tsx, [cli, 'peek', 'searched', '--search', 'ada', ...args, '--json'])).stdout);
+    assert.deepEqual([peeked.total, peeked.messages.map((m: { body: unknown }) => m.body)], [1, [{ to: 'ada' }]]);
+    assert.match((await run(tsx, [cli, 'peek', 'searched', '--search', 'bob', ...args])).stdout, /^1 message\(s\)$/m);
+    const exported = JSON.parse((await run(tsx, [cli, 'export', 'searched', '--search', 'said "hi"', ...args])).stdout);
+    assert.deepEqual(exported.map((m: { body: unknown }) => m.body), [{ say: 'she said "hi"' }]);
+    for (const argv of [['peek', 'searched', '--search'], ['export', 'searched', '--search', '']]) {
+      const e = await fails(run(tsx, [cli, ...argv, ...args, '--json']));
+      assert.equal(e?.code, 64, argv.join(' '));
+      assert.match(JSON.parse(e!.stderr).error.message, /--search needs a value/);
+    }
+  });
+
   it('an argument more than a command takes is a usage error that does nothing (push q 1 2 does not push 1)', async () => {
     for (const extra of [['push', 'extra-args', '1', '2'], ['queues', 'stray'], ['show', 'extra-args', 'm_1', 'm_2']]) {
       const e = await fails(run(tsx, [cli, ...extra, ...args, '--json']));
