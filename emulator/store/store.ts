@@ -1115,15 +1115,18 @@ function peekWhere(queueId: number, states: readonly string[], now: number, sear
   let where = `queue_id = ? AND (${ors.length ? ors.join(' OR ') : '0'})`;
   if (search) {
     // Bodies are stored as JSON text, where a string's " and \ (and control characters) are
-    // escaped: the search also matches as it is written inside a JSON string, so a text that
-    // holds them is found as typed.
+    // escaped. A search that holds them also matches a string (a value or a key) that holds it as
+    // typed: the escaped form finds candidates fast, and the decoded strings decide (the escaped
+    // form alone would match inside another escape: a newline in "C:\\new").
     const escaped = JSON.stringify(search).slice(1, -1);
-    if (escaped === search) where += ' AND instr(body, ?) > 0';
-    else {
-      where += ' AND (instr(body, ?) > 0 OR instr(body, ?) > 0)';
-      params.push(escaped);
+    if (escaped === search) {
+      where += ' AND instr(body, ?) > 0';
+      params.push(search);
+    } else {
+      where +=
+        " AND (instr(body, ?) > 0 OR (instr(body, ?) > 0 AND EXISTS (SELECT 1 FROM json_tree(messages.body) WHERE (type = 'text' AND instr(atom, ?) > 0) OR (typeof(key) = 'text' AND instr(key, ?) > 0))))";
+      params.push(search, escaped, search, search);
     }
-    params.push(search);
   }
   return { where, params };
 }

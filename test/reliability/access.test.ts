@@ -380,7 +380,21 @@ describe('reliability: access', function () {
       // holding " or \ (escaped in the stored JSON) is found as typed too.
       assert.equal((await admin.ok('peek', { namespace: `ns ${name}`, queue: name, search: name })).total, 1, name);
     }
-    // A search for a LIKE wildcard matches only bodies that hold it.
+    // A text JSON escapes is found in the strings that hold it, keys too, and nowhere else: a
+    // newline or a tab is not found inside a path's escaped backslash (C:\new, C:\temp).
+    const ref = { namespace: 'search', queue: 'escapes' };
+    const bodies = [{ path: 'C:\\new\\temp' }, { text: 'line one\nline two\tend' }, { 'say "hi"': 1 }, 'she said "hi"', { q: 'a\\"b' }];
+    for (const body of bodies) await admin.ok('push', { ...ref, body, create: 'cache' });
+    const found = async (search: string) => ((await admin.ok('peek', { ...ref, search })).messages as { body: unknown }[]).map((m) => m.body);
+    assert.deepEqual(await found('\n'), [bodies[1]]);
+    assert.deepEqual(await found('one\nline'), [bodies[1]]);
+    assert.deepEqual(await found('\t'), [bodies[1]]);
+    assert.deepEqual(await found('C:\\new'), [bodies[0]]);
+    assert.deepEqual(await found('say "hi"'), [bodies[2]]);
+    assert.deepEqual(await found('said "hi"'), [bodies[3]]);
+    assert.deepEqual(await found('a\\"b'), [bodies[4]]);
+    assert.equal((await admin.ok('peek', { ...ref, search: '\n' })).total, 1, 'the count agrees with the page');
+    // A LIKE wildcard matches only bodies that hold it.
     assert.equal((await admin.ok('peek', { namespace: 'alpha', queue: 'jobs', search: '%' })).total, 0);
     assert.equal((await admin.ok('peek', { namespace: 'alpha', queue: 'jobs', search: "' OR 1=1 --" })).total, 0);
     // Any printable name round-trips.
