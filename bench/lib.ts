@@ -250,19 +250,21 @@ export function startProc(cmd: string, args: string[], opts: SpawnOptions = {}):
   };
 }
 
-export function makeTmpDir(prefix: string): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), `quayside-bench-${prefix}-`));
+/** A temp dir removed when the bench ends; under `base` (default the OS temp dir) when given. */
+export function makeTmpDir(prefix: string, base = os.tmpdir()): string {
+  const d = fs.mkdtempSync(path.join(base, `quayside-bench-${prefix}-`));
   tmpDirs.add(d);
   return d;
 }
 
 export function removeTmpDir(d: string): void {
   try {
-    fs.rmSync(d, { recursive: true, force: true });
+    // Retries: a server's last child processes may still be writing there as it goes.
+    fs.rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+    tmpDirs.delete(d);
   } catch {
-    /* best effort */
+    /* kept in the set: the last-resort cleanup tries again */
   }
-  tmpDirs.delete(d);
 }
 
 /** Synchronous last-resort cleanup: SIGKILL every child we started (by pid) and drop temp dirs. */
@@ -319,21 +321,23 @@ function descendants(pid: number): number[] {
 
 function pssMB(pid: number): number {
   try {
-    return Number(/^Pss:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? NaN) / 1024;
+    // No Pss line (a process exiting as it is read): nothing to count.
+    return Number(/^Pss:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0) / 1024;
   } catch {
     return 0;
   }
 }
 
 /**
- * A server's memory. A single process: its RSS and peak (rssOf). A server that forks a process
- * per connection (PostgreSQL): the sum of the processes' PSS, which counts each shared page once
- * across them (their RSS summed would count the shared buffers once per process); no peak.
+ * A server's memory. A single process: its RSS and peak (rssOf), even while it has a short-lived
+ * child (Redis rewriting its AOF). A server that is a tree of processes (PostgreSQL, a process per
+ * connection): the sum of the processes' PSS, which counts each shared page once across them
+ * (their RSS summed would count the shared buffers once per process); no peak.
  */
-export function serverMemory(pid: number): { rssMB: number; hwmMB: number; note?: string } | null {
+export function serverMemory(pid: number, tree = false): { rssMB: number; hwmMB: number; note?: string } | null {
   const top = rssOf(pid);
+  if (!top || !tree) return top;
   const kids = descendants(pid);
-  if (!top || kids.length === 0) return top;
   const total = [pid, ...kids].reduce((a, p) => a + pssMB(p), 0);
   return { rssMB: total, hwmMB: NaN, note: `PSS summed over ${kids.length + 1} processes` };
 }

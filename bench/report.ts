@@ -79,13 +79,13 @@ export function renderMarkdown(res: Results): string {
   p();
   const d = res.counts.default as { seq: number; inflight: number; batchMsgs: number; consume: number; depthLevels: number[]; depthConsume: number };
   const az = res.counts.azurite as typeof d | undefined;
-  const pg = res.counts.pgboss as typeof d | undefined;
+  const pg = (res.counts.pgboss ?? res.counts['pgboss-nofsync']) as typeof d | undefined;
   const n = (x: number) => x.toLocaleString('en-US');
   const smaller = (c: typeof d) => `${n(c.seq)} sequential, ${n(c.inflight)} 16 in flight, ${c.batchMsgs ? `${n(c.batchMsgs)} in batches, ` : ''}${n(c.consume)} consumed, and depths up to ${n(Math.max(...c.depthLevels))}`;
   p(`Counts per run: ${n(d.seq)} sequential pushes, ${n(d.inflight)} pushes 16 in flight, ${n(d.batchMsgs)} messages in batches of 100, ` +
     `${n(d.consume)} consumed per consume scenario, ${n(d.depthConsume)} consumed at each depth.` +
     (az ? ` Azurite, which runs a few hundred messages a second, gets ${smaller(az)} only (preloading and draining 100,000 at its rate of 20 msgs/s at depth would take hours).` : '') +
-    (pg ? ` pg-boss, which commits each call to disk at a few thousand a second, gets ${smaller(pg)}.` : '') +
+    (pg ? ` pg-boss, which runs a few thousand messages a second, gets ${smaller(pg)}.` : '') +
     ' Bodies are ~200-byte JSON objects. Each scenario runs on a new queue after a short warm-up.');
   p();
 

@@ -40,13 +40,16 @@ const SMOKE_C: Counts = { seq: 300, inflight: 1_000, batchMsgs: 2_000, consume: 
 // counts, and depth capped at 10,000 (100,000 would take hours to preload and drain).
 const AZ_FULL: Counts = { seq: 2_000, inflight: 3_000, batchMsgs: 0, consume: 3_000, depthLevels: [1_000, 10_000], depthConsume: 500 };
 const AZ_SMOKE: Counts = { seq: 100, inflight: 200, batchMsgs: 0, consume: 200, depthLevels: [100], depthConsume: 100 };
-// pg-boss commits each call to disk (a few thousand messages a second): smaller counts than
+// pg-boss runs a few thousand messages a second (in either durability): smaller counts than
 // Quayside's and BullMQ's, and depth up to 100,000 (preloaded 1,000 jobs per insert).
 const PG_FULL: Counts = { seq: 2_000, inflight: 5_000, batchMsgs: 50_000, consume: 5_000, depthLevels: [1_000, 100_000], depthConsume: 3_000 };
 const PG_SMOKE: Counts = { seq: 100, inflight: 300, batchMsgs: 1_000, consume: 300, depthLevels: [1_000], depthConsume: 200 };
 const C = SMOKE ? SMOKE_C : FULL;
-const PEER_COUNTS: Record<string, Counts> = SMOKE ? { azurite: AZ_SMOKE, pgboss: PG_SMOKE } : { azurite: AZ_FULL, pgboss: PG_FULL };
+const PG = SMOKE ? PG_SMOKE : PG_FULL;
+const PEER_COUNTS: Record<string, Counts> = { azurite: SMOKE ? AZ_SMOKE : AZ_FULL, pgboss: PG, 'pgboss-nofsync': PG };
 const countsFor = (t: QueueTarget): Counts => PEER_COUNTS[t.id] ?? C;
+/** The smaller counts of the peers that ran (the report describes those only). */
+const peerCountsThatRan = () => Object.fromEntries(Object.entries(PEER_COUNTS).filter(([id]) => targetInfos.some((t) => t.id === id && !t.skipped)));
 
 const BUDGET_MS = Number(argVal('--budget-min') ?? (SMOKE ? 3 : 60)) * 60_000;
 const T_START = Date.now();
@@ -191,7 +194,7 @@ async function depthScenarios(t: QueueTarget): Promise<void> {
           have -= k.depthConsume;
         }
         const pid = t.serverPid();
-        const r = pid ? serverMemory(pid) : null;
+        const r = pid ? serverMemory(pid, t.processTree) : null;
         if (r) {
           record(`rss.depth.${d}`, t.id, 'rss', 'MB', r.rssMB, r.note ? { note: r.note } : {});
           record(`rss.depth.${d}`, t.id, 'peak', 'MB', r.hwmMB);
@@ -320,7 +323,7 @@ function writeResults(loadAtStart: number[], partial: boolean): void {
     finishedAt: new Date().toISOString(),
     seconds: Math.round((Date.now() - T_START) / 1000),
     machine: machine(loadAtStart),
-    counts: { default: C, ...PEER_COUNTS, runs: RUNS, partial },
+    counts: { default: C, ...peerCountsThatRan(), runs: RUNS, partial },
     targets: targetInfos,
     figures: [...figures.values()],
     goals: goals(),
@@ -380,7 +383,8 @@ async function main(): Promise<void> {
   add(new BullMQTarget('memory'), BullMQTarget.available());
   add(new BullMQTarget('aof-everysec'), BullMQTarget.available());
   add(new AzuriteTarget(), AzuriteTarget.available());
-  add(new PgBossTarget(), PgBossTarget.available());
+  add(new PgBossTarget('fsync'), PgBossTarget.available());
+  add(new PgBossTarget('no-fsync'), PgBossTarget.available());
 
   for (let run = 1; run <= RUNS; run++) {
     log(`run ${run}: machine limits`);

@@ -1,10 +1,13 @@
-// pg-boss on Debian's PostgreSQL, started by the bench in a fresh cluster on a free 127.0.0.1 port
-// with PostgreSQL's default durability (fsync on, synchronous_commit on: a job is answered after
-// its commit reached the disk, as Quayside's are).
+// pg-boss on Debian's PostgreSQL, started by the bench in a fresh cluster on a free 127.0.0.1 port,
+// in two durabilities: PostgreSQL's defaults (every commit fsynced: survives power loss, as
+// Quayside's `--durability full` does), and fsync off (a commit reaches the OS before it is
+// answered but is never fsynced: it survives a kill of the server, not of the machine, which is
+// what Quayside's default, WAL with synchronous=NORMAL, promises).
+// Lives in the bench's own temp dir; under /tmp when root, which the postgres user can reach.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { consumeLoops, depRequire, depVersion, freePort, makeTmpDir, preloadInBatches, removeTmpDir, sleep, startProc, waitForPort, type Proc, type Sample } from '../lib';
+import { consumeLoops, depRequire, depVersion, freePort, log, makeTmpDir, preloadInBatches, removeTmpDir, sleep, startProc, waitForPort, type Proc, type Sample } from '../lib';
 import type { QueueClient, QueueTarget } from './types';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -52,24 +55,53 @@ function isReady(bin: string, port: number): boolean {
   }
 }
 
-async function waitUntil(timeoutMs: number, ok: () => boolean, output: () => string): Promise<void> {
+async function waitUntilReady(bin: string, port: number, pg: Proc, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections within ${timeoutMs} ms; output:\n${output().slice(-2000)}`);
+  while (!isReady(bin, port)) {
+    if (pg.child.exitCode !== null) throw new Error(`PostgreSQL exited (${pg.child.exitCode}) before accepting connections; output:\n${pg.output().slice(-2000)}`);
+    if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections within ${timeoutMs} ms; output:\n${pg.output().slice(-2000)}`);
     await sleep(50);
   }
 }
 
+/** initdb, with what it said in the error when it fails (a locale, a directory it cannot reach). */
+function initdb(bin: string, data: string, user: { uid: number; gid: number } | null): void {
+  try {
+    // --no-locale: the cluster does not depend on the machine's LANG (a locale not generated
+    // there fails initdb), and runs the same everywhere.
+    execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-locale', '--no-instructions'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 60_000,
+      ...(user ?? {}),
+    });
+  } catch (e) {
+    const err = e as { stderr?: Buffer; message: string };
+    throw new Error(`initdb failed: ${err.stderr?.toString().trim() || err.message}`);
+  }
+}
+
+type Mode = 'fsync' | 'no-fsync';
+
 export class PgBossTarget implements QueueTarget {
-  readonly id = 'pgboss';
-  readonly label = 'pg-boss / PostgreSQL';
-  readonly durability = 'PostgreSQL defaults: fsync on, synchronous_commit on (answered after the commit is on disk)';
+  readonly id: string;
+  readonly label: string;
+  readonly durability: string;
+  readonly processTree = true;
   readonly versions: Record<string, string> = { 'pg-boss': depVersion('pg-boss') ?? '?', pg: depVersion('pg') ?? '?', postgresql: postgresVersion() ?? '?' };
   readonly batch = true;
   readonly consumeNote = 'fetch(batchSize 10) then one complete() of the ids';
   private pg: Proc | null = null;
   private dir: string | null = null;
   private boss: any = null;
+
+  constructor(readonly mode: Mode) {
+    this.id = mode === 'fsync' ? 'pgboss' : 'pgboss-nofsync';
+    this.label = mode === 'fsync' ? 'pg-boss / PostgreSQL' : 'pg-boss / PostgreSQL fsync off';
+    this.durability =
+      mode === 'fsync'
+        ? "PostgreSQL's defaults: every commit fsynced before the answer (survives power loss, like Quayside's --durability full)"
+        : 'fsync off: a commit reaches the OS before the answer, never fsynced (survives a kill of the server, not of the machine: the promise of Quayside as shipped)';
+  }
 
   static available(): string | null {
     if (!depVersion('pg-boss')) return 'pg-boss not installed in .bench-deps (run bench/setup.sh)';
@@ -81,28 +113,26 @@ export class PgBossTarget implements QueueTarget {
   async start(): Promise<void> {
     const bin = pgBinDir()!;
     const user = runAs();
-    this.dir = makeTmpDir('pgboss');
+    // As root the cluster runs as postgres, who must reach its directory: /tmp, not a TMPDIR that
+    // may sit under root's own home.
+    this.dir = makeTmpDir(this.id, user ? '/tmp' : undefined);
     if (user) fs.chownSync(this.dir, user.uid, user.gid);
     const data = path.join(this.dir, 'data');
-    execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-instructions'], {
-      stdio: 'ignore',
-      ...(user ?? {}),
-    });
+    initdb(bin, data, user);
     const port = await freePort();
     // No TCP but 127.0.0.1; the unix socket in the bench's own temp dir, not /var/run.
-    this.pg = startProc(path.join(bin, 'postgres'), ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', this.dir, '-c', 'max_connections=64'], {
-      cwd: this.dir,
-      ...(user ?? {}),
-    });
+    const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', this.dir, '-c', 'max_connections=64'];
+    if (this.mode === 'no-fsync') args.push('-c', 'fsync=off');
+    this.pg = startProc(path.join(bin, 'postgres'), args, { cwd: this.dir, ...(user ?? {}) });
     await waitForPort(port, 30_000, this.pg.child);
     // Listening comes before accepting: wait until the server says it takes connections.
-    await waitUntil(30_000, () => isReady(bin, port), () => this.pg?.output() ?? '');
+    await waitUntilReady(bin, port, this.pg, 30_000);
     const mod = depRequire('pg-boss');
     const PgBoss = mod.default ?? mod.PgBoss ?? mod;
     // Pool of 20: the 16-in-flight and 16-consumer scenarios each keep 16 statements going.
     // No cron, no monitoring: the bench measures the queue, not pg-boss's housekeeping.
     this.boss = new PgBoss({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres', max: 20, schedule: false, supervise: false });
-    this.boss.on('error', () => {});
+    this.boss.on('error', (e: Error) => log(`  ${this.id}: pg-boss error: ${e.message}`));
     await this.boss.start();
   }
 
@@ -117,6 +147,8 @@ export class PgBossTarget implements QueueTarget {
   }
 
   async stop(): Promise<void> {
+    // Its pool's idle connections report the server's shutdown as errors: expected from here on.
+    this.boss?.removeAllListeners('error').on('error', () => {});
     await this.boss?.stop({ graceful: false, wait: true }).catch(() => {});
     this.boss = null;
     // SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for every client to leave).

@@ -9,7 +9,7 @@
 // rendering.
 import fs from 'node:fs';
 import path from 'node:path';
-import { BUILD, ROOT, drive, makeBody, median, now, type Sample } from '../lib';
+import { BUILD, ROOT, median, now, preloadInBatches, type Sample } from '../lib';
 import { QuaysideTarget, loadBuilt } from './quayside';
 
 export interface FacesContext {
@@ -26,11 +26,8 @@ export interface FacesContext {
 const built = (rel: string) => fs.existsSync(path.join(BUILD, rel));
 const src = (rel: string) => fs.existsSync(path.join(ROOT, rel));
 
-async function preloadRaw(conn: any, namespace: string, queue: string, n: number): Promise<void> {
-  const per = 1000;
-  await drive(Math.ceil(n / per), 4, (k) =>
-    conn.request('push.batch', { namespace, queue, messages: Array.from({ length: Math.min(per, n - k * per) }, (_, j) => ({ body: makeBody(k * per + j) })) }),
-  );
+function preloadRaw(conn: any, namespace: string, queue: string, n: number): Promise<void> {
+  return preloadInBatches(n, 0, (bodies) => conn.request('push.batch', { namespace, queue, messages: bodies.map((body) => ({ body })) }));
 }
 
 export async function runQuaysideFaces(ctx: FacesContext): Promise<void> {

@@ -20,6 +20,8 @@ export interface QueueTarget {
   queue(name: string, fresh?: boolean): Promise<QueueClient>;
   /** The server process, for RSS; null when it runs inside the bench. */
   serverPid(): number | null;
+  /** The server is a tree of processes (its memory is theirs summed, see serverMemory). */
+  readonly processTree?: boolean;
 }
 
 export interface QueueClient {
