@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { consumeLoops, depRequire, depVersion, freePort, log, makeTmpDir, preloadInBatches, removeTmpDir, sleep, startProc, waitForPort, type Proc, type Sample } from '../lib';
+import { consumeLoops, depRequire, depVersion, freePort, log, makeTmpDir, preloadInBatches, removeTmpDir, sleep, startProc, type Proc, type Sample } from '../lib';
 import type { QueueClient, QueueTarget } from './types';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -124,8 +124,7 @@ export class PgBossTarget implements QueueTarget {
     const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', this.dir, '-c', 'max_connections=64'];
     if (this.mode === 'no-fsync') args.push('-c', 'fsync=off');
     this.pg = startProc(path.join(bin, 'postgres'), args, { cwd: this.dir, ...(user ?? {}) });
-    await waitForPort(port, 30_000, this.pg.child);
-    // Listening comes before accepting: wait until the server says it takes connections.
+    // pg_isready, not a port probe: PostgreSQL listens before it accepts connections.
     await waitUntilReady(bin, port, this.pg, 30_000);
     const mod = depRequire('pg-boss');
     const PgBoss = mod.default ?? mod.PgBoss ?? mod;
