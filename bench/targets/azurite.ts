@@ -93,7 +93,6 @@ class AzuriteQueue implements QueueClient {
     );
   }
 
-
   async depth(): Promise<number> {
     const p = await this.q.getProperties();
     return p.approximateMessagesCount ?? -1;

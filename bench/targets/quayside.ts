@@ -153,7 +153,6 @@ export class QuaysideQueue implements QueueClient {
     );
   }
 
-
   async depth(): Promise<number> {
     const q = await this.c.request('queue.get', { namespace: NS, queue: this.name });
     return q.counts.depth + q.counts.leased;

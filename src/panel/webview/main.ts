@@ -492,7 +492,6 @@ function renderDeadArea() {
   if (hint) hint.textContent = `Select a ${words().one} to see why it failed.`;
 }
 
-
 function renderDead() {
   const p = st.dead;
   const page = p.page;
