@@ -279,9 +279,10 @@ export interface Ops {
   push: { args: QueueRef & OfDialect & PushInput & { create?: Dialect }; result: PushResult };
   'push.batch': { args: QueueRef & OfDialect & { messages: PushInput[]; create?: Dialect }; result: { results: PushResult[] } };
   /**
-   * `waitMs` > 0 holds the request until a message is ready or the wait ends. `waitUntil` (epoch ms
-   * on the emulator's clock) ends the wait then if that comes first; once it has passed, the pull
-   * answers `[]` at once and leases nothing (a client's wait of several holds keeps one deadline).
+   * `waitMs` > 0 holds the request until a message is ready or the wait ends. With `waitUntil` (epoch
+   * ms on the emulator's clock) the wait ends at that instant of the clock, and `waitMs` bounds it in
+   * real time only; once it has passed, the pull answers `[]` at once and leases nothing (a client's
+   * wait of several holds keeps one deadline).
    */
   pull: { args: QueueRef & { max?: number; leaseMs?: number; waitMs?: number; waitUntil?: number; consumerId?: string }; result: { messages: Delivery[]; leaseMs: number } };
   // Settles may name the queue (both namespace and queue): a receipt of another queue is then stale.

@@ -617,10 +617,14 @@ export class Engine {
 
   private hold(queueId: number, max: number, leaseMs: number, waitMs: number, until: number | undefined, signal: AbortSignal | undefined, resolve: (m: Delivery[]) => void): void {
     const now = this.clock.now();
-    const deadline = Math.min(now + waitMs, until ?? Infinity);
+    // On the engine's clock the wait runs to `until` when the client keeps one deadline over several
+    // holds: a hold that ended at now + waitMs would leave a gap until the next one arrives, and an
+    // advance would run through it, missing what became ready there. `waitMs` still bounds the hold
+    // in real time.
+    const deadline = until ?? now + waitMs;
     // The clock may have passed `until` since the claim (an advance in between): the wait is over.
     if (deadline <= now) return resolve([]);
-    const timer = setTimeout(() => this.waiters.finish(w, []), deadline - now);
+    const timer = setTimeout(() => this.waiters.finish(w, []), Math.min(waitMs, deadline - now));
     timer.unref?.();
     const onAbort = () => this.waiters.finish(w, []);
     const w: Waiter = {

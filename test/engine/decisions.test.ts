@@ -376,6 +376,18 @@ describe('engine: decisions', () => {
       assert.equal((await rejects(t.engine.pull({ ...ref, waitUntil: -1 }))).code, 'invalid_argument');
     });
 
+    it('with waitUntil, a hold runs to it on the clock (waitMs bounds it in real time only), so no advance runs through a gap between holds', async () => {
+      t = makeEngine();
+      await t.engine.createQueue({ ...ref, dialect: 'sync' });
+      const start = t.clock.now();
+      await t.engine.push({ ...ref, body: 'due', delayMs: 7 * MINUTE });
+      const held = t.engine.pull({ ...ref, waitMs: 5 * MINUTE, waitUntil: start + 10 * MINUTE });
+      await t.advance(10 * MINUTE);
+      const [m] = (await held).messages;
+      assert.equal(m?.body, 'due');
+      assert.equal(m.leaseUntil, start + 7 * MINUTE + (await t.engine.getQueue(ref)).policy.leaseMs, 'leased when it came due, past the waitMs of the hold');
+    });
+
     it('push and push.batch refuse a create that names no dialect, whether or not the queue exists, and enqueue nothing', async () => {
       t = makeEngine();
       for (const exists of [false, true]) {

@@ -69,6 +69,22 @@ for (const variant of variants) {
         await q.send({ data: 'in time' });
         assert.equal((await p)?.data, 'in time');
       });
+
+      // Found by a model-based probe: a hold ended at its own 20 minutes on the clock, and one
+      // advance ran on through the gap before the next hold came, past the message's due time.
+      for (const [dueMin, waitMin] of [[25, 30], [21, 60], [45, 60], [61, 90]]) {
+        it(`takes a message that comes due at +${dueMin} min during one advance of a ${waitMin}-minute wait, at that instant`, async () => {
+          const q = h.queue({ id: fresh('long') });
+          await q.stats();
+          const t0 = h.now();
+          await q.send({ data: 'due', delayMs: dueMin * MINUTE });
+          const p = q.recv<string>({ timeoutMs: waitMin * MINUTE, leaseMs: 60_000 });
+          await h.advance(waitMin * MINUTE);
+          const m = await p;
+          assert.equal(m?.data, 'due');
+          assert.equal(m?.leaseUntil, t0 + dueMin * MINUTE + 60_000, 'leased the moment it came due');
+        });
+      }
     });
 
     describe('schema (payload validation: validated at send, re-parsed at receive)', () => {
