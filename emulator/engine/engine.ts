@@ -891,22 +891,23 @@ export class Engine {
     return this.op(() => {
       const q = this.queueRow(args, actor);
       const limit = v.optInt(args.limit, 'limit', 1, LIMITS.maxPageSize) ?? 100;
+      // The cursor is the last row's place in the order they died: `d_<deadAt>_<seq>`.
       let afterAt = -1;
-      let afterId = 0;
+      let afterSeq = 0;
       if (args.cursor !== undefined && args.cursor !== null) {
         const m = typeof args.cursor === 'string' ? /^d_(\d+)_(\d+)$/.exec(args.cursor) : null;
         if (!m) badCursor(args.cursor);
         afterAt = Number(m![1]);
-        afterId = Number(m![2]);
+        afterSeq = Number(m![2]);
       }
       const now = this.clock.now();
-      const rows = this.store.deadPage(q.id, afterAt, afterId, limit + 1);
+      const rows = this.store.deadPage(q.id, afterAt, afterSeq, limit + 1);
       const page = rows.slice(0, countWithin(rows, limit, LIMITS.maxAnswerBodyBytes));
       const last = page[page.length - 1];
       return {
         messages: page.map((r) => toView(q, r, now)),
         total: q.n_dead,
-        next: rows.length > page.length ? `d_${last.dead_at}_${last.id}` : null,
+        next: rows.length > page.length ? `d_${last.dead_at}_${last.seq}` : null,
       };
     });
   }

@@ -47,6 +47,8 @@ export interface MessageRow {
   dead_at: number | null;
   dead_reason: string | null;
   last_error: string | null;
+  /** Its place: in the queue while it waits; among the dead, the order they died. Rows a claim returns leave it out. */
+  seq?: number | null;
 }
 
 export interface LagRow {
@@ -188,7 +190,7 @@ export interface QueueStore {
   message(queueId: number, id: number): MessageRow | undefined;
   peek(queueId: number, states: readonly string[], now: number, afterId: number, limit: number, search: string | null): MessageRow[];
   peekCount(queueId: number, states: readonly string[], now: number, search: string | null): number;
-  deadPage(queueId: number, afterDeadAt: number, afterId: number, limit: number): MessageRow[];
+  deadPage(queueId: number, afterDeadAt: number, afterSeq: number, limit: number): MessageRow[];
   oldestReadyAt(queueId: number, now: number): number | null;
   countDelayed(queueId: number, now: number): number;
   /** How many are ready, counting no further than cap. */

@@ -160,6 +160,16 @@ export const MIGRATIONS: string[] = [
   UPDATE queues SET policy = json_set(policy, '$.maxPayloadBytes', 4194304)
     WHERE json_valid(policy) AND json_extract(policy, '$.maxPayloadBytes') > 4194304;
   `,
+
+  // 5: dead letters are listed (and replayed, oldest first) in the order they died. Messages that
+  // die in the same millisecond (always, under the virtual clock) were ordered by id; a death now
+  // takes a fresh seq from the id allocator, and the dead index orders by it. Dead rows without a
+  // seq (written before schema 3) take their id, their order until now.
+  `
+  UPDATE messages SET seq = id WHERE state = 2 AND seq IS NULL;
+  DROP INDEX msg_dead;
+  CREATE INDEX msg_dead ON messages (queue_id, dead_at, seq) WHERE state = 2;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

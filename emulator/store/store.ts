@@ -380,7 +380,7 @@ export class Store implements QueueStore {
       leasedRow: d.prepare<[number, number, number], DueRow>('SELECT id, queue_id, state, attempts, lease_until, size FROM messages WHERE id = ? AND state = 1 AND lease_token = ? AND lease_until > ?'),
       deleteById: d.prepare('DELETE FROM messages WHERE id = ?'),
       requeue: d.prepare('UPDATE messages SET state = 0, visible_at = ?, seq = ?, lease_until = NULL, lease_token = NULL, last_error = COALESCE(?, last_error) WHERE id = ?'),
-      toDead: d.prepare('UPDATE messages SET state = 2, lease_until = NULL, lease_token = NULL, dead_at = ?, dead_reason = ?, last_error = COALESCE(?, last_error), expires_at = ? WHERE id = ?'),
+      toDead: d.prepare('UPDATE messages SET state = 2, lease_until = NULL, lease_token = NULL, dead_at = ?, dead_reason = ?, last_error = COALESCE(?, last_error), expires_at = ?, seq = ? WHERE id = ?'),
       extend: d.prepare('UPDATE messages SET lease_until = ? WHERE id = ?'),
       // visible_at and seq are as the claim found them: the message is back where it was.
       unclaim: d.prepare('UPDATE messages SET state = 0, attempts = attempts - 1, lease_until = NULL, lease_token = NULL WHERE id = ? AND state = 1'),
@@ -394,7 +394,7 @@ export class Store implements QueueStore {
       countDelayed: d.prepare<[number, number], { n: number }>('SELECT count(*) AS n FROM messages WHERE queue_id = ? AND state = 0 AND visible_at > ?'),
       readyAtMost: d.prepare<[number, number, number], { n: number }>('SELECT count(*) AS n FROM (SELECT 1 FROM messages WHERE queue_id = ? AND state = 0 AND visible_at <= ? LIMIT ?)'),
 
-      deadOldest: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE queue_id = ? AND state = 2 ORDER BY dead_at, id LIMIT ?'),
+      deadOldest: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE queue_id = ? AND state = 2 ORDER BY dead_at, seq LIMIT ?'),
       deadRow: d.prepare<[number, number], { id: number; size: number }>('SELECT id, size FROM messages WHERE id = ? AND queue_id = ? AND state = 2'),
       replay: d.prepare('UPDATE messages SET state = 0, attempts = 0, visible_at = ?, seq = ?, expires_at = ?, dead_at = NULL, dead_reason = NULL, last_error = NULL WHERE id = ?'),
       purgeDeadAll: d.prepare('DELETE FROM messages WHERE queue_id = ? AND state = 2'),
@@ -402,7 +402,7 @@ export class Store implements QueueStore {
 
       messageById: d.prepare<[number, number], MessageRow>('SELECT * FROM messages WHERE id = ? AND queue_id = ?'),
       deadPage: d.prepare<[number, number, number, number, number], MessageRow>(
-        'SELECT * FROM messages WHERE queue_id = ? AND state = 2 AND (dead_at > ? OR (dead_at = ? AND id > ?)) ORDER BY dead_at, id LIMIT ?',
+        'SELECT * FROM messages WHERE queue_id = ? AND state = 2 AND (dead_at > ? OR (dead_at = ? AND seq > ?)) ORDER BY dead_at, seq LIMIT ?',
       ),
 
       nsGet: d.prepare<[string], { ns: string; daily_quota: number | null; day: number; used: number }>('SELECT * FROM namespaces WHERE ns = ?'),
@@ -901,7 +901,8 @@ export class Store implements QueueStore {
 
   /** Moves a live message (waiting or leased) to the dead letters. */
   kill(row: { id: number; queue_id: number; state: number; size: number }, now: number, reason: string, error: string | null, deadUntil: number): void {
-    this.s.toDead.run(now, reason, error, deadUntil, row.id);
+    // A fresh seq: dead letters that died in the same millisecond list in the order they died.
+    this.s.toDead.run(now, reason, error, deadUntil, this.freshSeq(), row.id);
     this.noteDue(deadUntil);
     this.bump(row.queue_id, row.state === WAITING ? -1 : 0, row.state === LEASED ? -1 : 0, 1, -row.size);
   }
@@ -1025,8 +1026,8 @@ export class Store implements QueueStore {
     return this.db.prepare<(number | string)[], { n: number }>(`SELECT count(*) AS n FROM messages WHERE ${where}`).get(...params)!.n;
   }
 
-  deadPage(queueId: number, afterDeadAt: number, afterId: number, limit: number): MessageRow[] {
-    return this.s.deadPage.all(queueId, afterDeadAt, afterDeadAt, afterId, limit);
+  deadPage(queueId: number, afterDeadAt: number, afterSeq: number, limit: number): MessageRow[] {
+    return this.s.deadPage.all(queueId, afterDeadAt, afterDeadAt, afterSeq, limit);
   }
 
   oldestReadyAt(queueId: number, now: number): number | null {

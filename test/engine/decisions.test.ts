@@ -561,6 +561,43 @@ describe('engine: decisions', () => {
       }
     });
 
+    it('a schema-4 database migrates to dead letters in the order they died: its own keep their order (seq or id), ahead of later deaths in the same millisecond', async () => {
+      const dir = tempDir();
+      const start = Date.UTC(2026, 0, 5, 10, 0, 0);
+      try {
+        const file = path.join(dir, DB_FILE);
+        const db = legacyDb(file, 4);
+        const fresh = makeEngine();
+        const policy = (await fresh.engine.createQueue({ ...ref, dialect: 'cache', policy: { maxDeliveries: 1 } })).policy;
+        await fresh.close();
+        db.prepare("INSERT INTO queues (id, pub_id, ns, name, dialect, policy, created_at, n_dead, n_waiting, live_bytes) VALUES (1, 'q_old', 'ns', 'q', 'cache', ?, 0, 2, 2, 2)").run(JSON.stringify(policy));
+        // Two dead at the instant the engine starts at: one with no seq (from before schema 3), one with its last queue seq.
+        const dead = db.prepare("INSERT INTO messages (id, queue_id, state, visible_at, attempts, enqueued_at, body, size, dead_at, dead_reason, seq) VALUES (?, 1, 2, ?, 1, ?, ?, 1, ?, 'nack', ?)");
+        dead.run(5, start, start, '"old5"', start, null);
+        dead.run(3, start, start, '"old3"', start, 20);
+        // Two waiting, in queue order m_9 then m_8.
+        const ins = db.prepare('INSERT INTO messages (id, queue_id, state, visible_at, enqueued_at, body, size, seq) VALUES (?, 1, 0, ?, ?, ?, 1, ?)');
+        ins.run(9, start, start, '"old9"', 30);
+        ins.run(8, start, start, '"old8"', 31);
+        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('message_id_floor', '1000')").run(); // above every id and seq given
+        db.close();
+        t = makeEngine({ dataDir: dir, start });
+        const got = (await t.engine.pull({ ...ref, max: 2 })).messages;
+        assert.deepEqual(got.map((m) => m.id), ['m_9', 'm_8']);
+        for (const m of got) assert.equal((await t.engine.nack({ receipt: m.receipt })).ok, true); // both die now, m_9 first
+        const list = await t.engine.deadList({ ...ref, limit: 1000 });
+        assert.deepEqual(list.messages.map((m) => m.id), ['m_5', 'm_3', 'm_9', 'm_8']);
+        const check = new Database(file, { readonly: true });
+        assert.equal(check.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+        assert.match((check.prepare("SELECT sql FROM sqlite_master WHERE name = 'msg_dead'").get() as { sql: string }).sql, /\(queue_id, dead_at, seq\)/);
+        check.close();
+      } finally {
+        await t.close();
+        t = null as never;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('a batch long enough for multi-row inserts keeps every message whole, in order, with its own id, delay, dedupe key and attributes', async () => {
       t = makeEngine();
       // 61 = two statements of 25 rows, then 11 one by one.

@@ -39,7 +39,7 @@ interface ModelMessage {
   dead: boolean;
   /** When it is (or becomes) ready; meaningless while leased or dead. */
   visibleAt: number;
-  /** Its place in the queue: a new one each time it waits again (back of the queue). */
+  /** Its place in the queue: a new one each time it waits again (back of the queue), and when it dies. */
   seq: number;
   receipt: string | null;
   leaseUntil: number | null;
@@ -124,6 +124,7 @@ class Model {
       m.dead = true;
       m.deadAt = at;
       m.deadReason = reason;
+      m.seq = ++this.seq; // dead letters list in the order they died
       Model.seen[reason === 'nack' ? 'deadNack' : 'deadTimeout']++;
     } else {
       m.visibleAt = at;
@@ -132,7 +133,7 @@ class Model {
   }
 
   deadOldestFirst(): ModelMessage[] {
-    return [...this.msgs.values()].filter((m) => m.dead).sort((a, b) => a.deadAt! - b.deadAt! || Model.num(a.id) - Model.num(b.id));
+    return [...this.msgs.values()].filter((m) => m.dead).sort((a, b) => a.deadAt! - b.deadAt! || a.seq - b.seq);
   }
 
   replay(ids: string[] | null): number {

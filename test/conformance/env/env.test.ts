@@ -8,7 +8,7 @@ import { createEnv, runConsumer, type ConsumerApp, type Env, type MessageBatch, 
 import { QuaysideError } from '../../../emulator/errors';
 import { Connection } from '../../../emulator/clients/connection';
 import type { Transport } from '../../../emulator/clients/transport';
-import { DAY, SECOND, fresh, rejects, startTestEmulator, until, watchingFailures } from '../support';
+import { DAY, SECOND, admin, fresh, rejects, startTestEmulator, until, watchingFailures } from '../support';
 
 // One test per statement of seeds/001 (the env product), named after it; the HTTP API over real
 // HTTP (fetch). Time moves only by the emulator's virtual clock.
@@ -812,6 +812,31 @@ describe('conformance: env (seeds/001)', function () {
       const failed = (await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages;
       assert.deepEqual(failed.map((m: any) => m.body), ['second sent', 'first sent']);
       assert.ok(failed[0].failedAt < failed[1].failedAt);
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/retry-failed`, { max: 1 })).body, { retried: 1 });
+      assert.deepEqual((await api('GET', `/v1/queues/${q.id}/messages`)).body.messages.map((m: any) => m.body), ['second sent']);
+    });
+
+    it('messages that fail in the same millisecond are listed (and retried) in the order they failed, not by id', async () => {
+      const q = await createQueue('fail-order-tie', { maxRetries: 0 });
+      await env.queue.send('fail-order-tie', 'first sent');
+      await env.queue.send('fail-order-tie', 'second sent');
+      const [a, b] = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 2 })).body.messages;
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: b.leaseId }] });
+      await api('POST', `/v1/queues/${q.id}/ack`, { retries: [{ leaseId: a.leaseId }] }); // no clock step between
+      const failed = (await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages;
+      assert.deepEqual(failed.map((m: any) => m.body), ['second sent', 'first sent']);
+      assert.equal(failed[0].failedAt, failed[1].failedAt);
+      // Paged one at a time, the order holds across the cursor.
+      const c = admin(emu);
+      try {
+        const ref = { namespace: `${project}/${environment}`, queue: 'fail-order-tie', limit: 1 };
+        const first = await c.request('dead.list', ref);
+        const second = await c.request('dead.list', { ...ref, cursor: first.next ?? undefined });
+        assert.deepEqual([...first.messages, ...second.messages].map((m) => m.body), ['second sent', 'first sent']);
+        assert.equal(second.next, null);
+      } finally {
+        await c.close();
+      }
       assert.deepEqual((await api('POST', `/v1/queues/${q.id}/retry-failed`, { max: 1 })).body, { retried: 1 });
       assert.deepEqual((await api('GET', `/v1/queues/${q.id}/messages`)).body.messages.map((m: any) => m.body), ['second sent']);
     });
