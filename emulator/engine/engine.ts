@@ -1103,14 +1103,6 @@ export class Engine {
   /** Applies every piece of work due now: lease expiries, age limits, dead retention, delayed → ready. */
   private applyDue(): void {
     const now = this.clock.now();
-    for (;;) {
-      const rows = this.store.dueLeases(now, SWEEP_BATCH);
-      for (const row of rows) {
-        const q = this.store.queueById(row.queue_id);
-        if (q) this.release(q, row, { delay: 0, reason: null, error: null, toDead: false, timeout: true });
-      }
-      if (rows.length < SWEEP_BATCH) break;
-    }
     const leaving = new Set<number>();
     for (;;) {
       const rows = this.store.dueExpiries(now, SWEEP_BATCH);
@@ -1129,6 +1121,17 @@ export class Engine {
           this.store.kill(row, now, policy.reasons.expired, null, now + policy.deadRetentionMs);
           this.note(q, 'dead', [messageId(row.id)]);
         }
+      }
+      if (rows.length < SWEEP_BATCH) break;
+    }
+    // Leases end after the age limits of the same instant: a message whose last lease ends just as
+    // its age is reached is too old (dropped, or dead as expired), not a failure to be kept a
+    // further retention.
+    for (;;) {
+      const rows = this.store.dueLeases(now, SWEEP_BATCH);
+      for (const row of rows) {
+        const q = this.store.queueById(row.queue_id);
+        if (q) this.release(q, row, { delay: 0, reason: null, error: null, toDead: false, timeout: true });
       }
       if (rows.length < SWEEP_BATCH) break;
     }

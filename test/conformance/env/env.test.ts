@@ -762,6 +762,18 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal((await api('GET', `/v1/queues/${d.id}`)).body.retentionSeconds, 14 * DAY / 1000);
     });
 
+    it('a last lease that ends in the very millisecond the retention does: dropped, not kept another retention as failed', async () => {
+      for (const [slug, maxRetries] of [['tie-last', 0], ['tie-more', 3]] as const) {
+        const q = await createQueue(slug, { maxRetries, retentionSeconds: 60 });
+        await env.queue.send(slug, 'x');
+        const [m] = (await api('POST', `/v1/queues/${q.id}/receive`, { visibilityMs: 60_000 })).body.messages;
+        await emu.clock.advance(60 * SECOND);
+        assert.deepEqual((await api('GET', `/v1/queues/${q.id}/messages`)).body.messages, [], slug);
+        assert.deepEqual((await api('GET', `/v1/queues/${q.id}/messages?failed=1`)).body.messages, [], slug);
+        assert.deepEqual((await api('POST', `/v1/queues/${q.id}/ack`, { acks: [m.leaseId] })).body, { acked: 0, retried: 0, stale: 1 });
+      }
+    });
+
     it('a retention changed with PATCH holds for the messages already queued and failed, counted from when each was sent or failed', async () => {
       const q = await createQueue('re-retain', { maxRetries: 0 });
       await env.queue.send('re-retain', 'old');

@@ -244,6 +244,15 @@ for (const variant of variants) {
       assert.equal(await q.recv({ wait: false }), null);
     });
 
+    it('a last delivery whose lease ends in the millisecond the message reaches maxMessageAgeMs dies expired, not max_deliveries_exceeded', async () => {
+      const o = h.queue({ id: fresh('age-tie'), limits: { maxMessageAgeMs: 10_000 }, delivery: { maxDeliveries: 1 } });
+      await o.send({ data: 'tie' });
+      assert.ok(await o.recv({ wait: false, leaseMs: 10_000 }));
+      await h.advance(10_000);
+      const [d] = await o.dlq();
+      assert.deepEqual([d.data, d.reason, d.attempts], ['tie', 'expired', 1]);
+    });
+
     it('ordering config is accepted but not enforced at runtime — orderingKey is stored as metadata only', async () => {
       const o = h.queue({ id: fresh('ordered'), ordering: { mode: 'fifo' } });
       await o.send({ data: 1, orderingKey: 'user-1', meta: { trace: 't1' } });
