@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createCache, type Cache, type CacheMessage, type CacheQueue } from '../../../emulator/clients/cache';
 import type { Connection } from '../../../emulator/clients/connection';
 import { DAY, HOUR, admin, fresh, startTestEmulator } from '../support';
@@ -16,7 +19,9 @@ const DEFAULT_LEASE = 30_000;
 const DEDUPE_WINDOW = HOUR;
 const DEAD_RETENTION = 14 * DAY;
 const SEEDS = 30;
+const RESTART_SEEDS = 12;
 const STEPS = 120;
+const TOKEN = 'qs_rw_model-walk-token';
 
 /** mulberry32: a small seeded generator, so a failing walk can be run again from its seed. */
 function rng(seed: number): () => number {
@@ -189,16 +194,33 @@ describe('conformance: cache, a random walk against the message model', function
   this.timeout(240_000);
   let emu: Emu;
   let adm: Connection;
-  const open: Cache[] = [];
+  /** Where the restarting walks keep their data (null: in memory, never restarted). */
+  let dataDir: string | null = null;
+  let cache: Cache;
+  let restartsDone = 0;
 
-  before(async () => {
-    emu = await startTestEmulator();
+  async function start(): Promise<void> {
+    emu = await startTestEmulator(dataDir ? { memory: false, dataDir, token: TOKEN } : {});
     adm = admin(emu);
-  });
-  after(async () => {
-    for (const c of open) await c.close();
+  }
+  async function stop(): Promise<void> {
+    await cache?.close();
     await adm.close();
     await emu.close();
+  }
+  /** A restart on the same data directory: the model does not change, so neither may the queue. */
+  async function restart(ns: string): Promise<CacheQueue> {
+    await stop();
+    await start();
+    restartsDone++;
+    cache = createCache({ url: emu.url, token: emu.token, namespace: ns });
+    return cache.queue('jobs');
+  }
+
+  afterEach(async () => {
+    await stop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    dataDir = null;
   });
 
   /** Every message of the queue, in every state, as the emulator holds it. */
@@ -233,13 +255,12 @@ describe('conformance: cache, a random walk against the message model', function
     );
   }
 
-  async function walk(seed: number): Promise<void> {
+  async function walk(seed: number, restarts: boolean): Promise<void> {
     const rand = rng(seed);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
     const ns = fresh('model');
-    const cache = createCache({ url: emu.url, token: emu.token, namespace: ns });
-    open.push(cache);
-    const q = cache.queue('jobs');
+    cache = createCache({ url: emu.url, token: emu.token, namespace: ns });
+    let q = cache.queue('jobs');
     const model = new Model(emu.clock.now());
     const receipts: string[] = [];
     const keys = ['k1', 'k2', 'k3'];
@@ -254,7 +275,10 @@ describe('conformance: cache, a random walk against the message model', function
       const at = `seed ${seed} step ${step}`;
       const r = rand();
       let op: string;
-      if (r < 0.15) {
+      if (restarts && rand() < 0.06) {
+        op = 'restart';
+        q = await restart(ns);
+      } else if (r < 0.15) {
         const delaySeconds = pick([0, 0, 0, 1, 2, 30]);
         const dedupeKey = rand() < 0.3 ? pick(keys) : null;
         const body = { seed, step, n: Math.floor(rand() * 1000) };
@@ -336,9 +360,23 @@ describe('conformance: cache, a random walk against the message model', function
     await cache.close();
   }
 
-  it(`${SEEDS} seeded walks of ${STEPS} steps: every answer and the whole queue match the model after each step`, async () => {
-    for (let seed = 1; seed <= SEEDS; seed++) await walk(seed);
+  function reachedEveryEdge(): void {
     console.log(`      went through: ${JSON.stringify(Model.seen)}`);
     for (const [edge, n] of Object.entries(Model.seen)) assert.ok(n >= 3, `the walks reached "${edge}" only ${n} times`);
+    for (const k of Object.keys(Model.seen) as (keyof typeof Model.seen)[]) Model.seen[k] = 0;
+  }
+
+  it(`${SEEDS} seeded walks of ${STEPS} steps: every answer and the whole queue match the model after each step`, async () => {
+    await start();
+    for (let seed = 1; seed <= SEEDS; seed++) await walk(seed, false);
+    reachedEveryEdge();
+  });
+
+  it(`${RESTART_SEEDS} walks on a data directory, restarting the emulator now and then: nothing answered changes across a restart`, async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-model-'));
+    await start();
+    for (let seed = 1001; seed < 1001 + RESTART_SEEDS; seed++) await walk(seed, true);
+    reachedEveryEdge();
+    assert.ok(restartsDone >= 20, `only ${restartsDone} restarts`);
   });
 });
