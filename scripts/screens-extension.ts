@@ -24,6 +24,7 @@ import type { Frame } from 'playwright-core';
 import { Connection } from '../emulator/clients/connection';
 import { startEmulator } from '../emulator/emulator';
 import { openWorkbench, REPO_ROOT } from './vscode/screenshots';
+import { rng } from './seeded-random';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const freePort = () =>
@@ -38,18 +39,6 @@ const MINUTE = 60_000;
 const HALF_HOUR = 30 * MINUTE;
 const TICK = 5 * MINUTE;
 
-/** A small seeded PRNG (mulberry32), so every run plays the same day. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 type Fate = 'ok' | 'flaky' | 'discontinued' | 'invalid' | 'crash';
 
 const CUSTOMERS = ['cus_ada', 'cus_grace', 'cus_linus', 'cus_margaret', 'cus_alan', 'cus_barbara', 'cus_ken', 'cus_radia', 'cus_edsger', 'cus_frances'];
@@ -57,7 +46,7 @@ const SKUS: [string, number][] = [['ESP-BEANS-1KG', 24.5], ['FLT-FILTER-100', 4.
 
 /** Seeds the data directory; returns ids the screenshots click on. */
 async function seed(dataDir: string): Promise<{ retried: string; invalid: string; discontinued: string[] }> {
-  const rand = prng(20261202);
+  const rand = rng(20261202);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
   const now = Date.now();
   const emu = await startEmulator({ dataDir, clock: { start: now - 24 * 3600_000 } });

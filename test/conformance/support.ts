@@ -2,6 +2,8 @@ import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulat
 import { Connection } from '../../emulator/clients/connection';
 import { QuaysideError } from '../../emulator/errors';
 
+export { rng } from '../../scripts/seeded-random';
+
 // Shared by the conformance suites: an in-memory emulator on a virtual clock, condition waits
 // (for I/O to arrive, never for time to pass: time moves only by clock.advance), and error checks.
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createCache, type Cache, type CacheMessage, type CacheQueue } from '../../../emulator/clients/cache';
 import type { Connection } from '../../../emulator/clients/connection';
-import { DAY, HOUR, admin, fresh, startTestEmulator } from '../support';
+import { admin, DAY, fresh, HOUR, rng, startTestEmulator } from '../support';
 
 // A seeded random walk over the cache dialect, checked step by step against a small reference
 // model written from DESIGN.md's message model and seeds/000: the emulator's whole queue (every
@@ -22,18 +22,6 @@ const SEEDS = 30;
 const RESTART_SEEDS = 12;
 const STEPS = 120;
 const TOKEN = 'qs_rw_model-walk-token';
-
-/** mulberry32: a small seeded generator, so a failing walk can be run again from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface ModelMessage {
   id: string;
