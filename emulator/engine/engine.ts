@@ -1104,8 +1104,39 @@ export class Engine {
   private applyDue(): void {
     const now = this.clock.now();
     const leaving = new Set<number>();
+    // One due instant at a time, in time order: a sweep may catch up many instants (a start on a
+    // data directory, a process that was stopped), and a lease that ended before a message's age
+    // limit must end first. Within one instant, age limits apply before lease ends: a message whose
+    // last lease ends just as its age is reached is too old (dropped, or dead as expired), not a
+    // failure to be kept a further retention.
+    // Each turn moves on to a later instant, so a row that cannot be settled (or one made due again
+    // at this instant, as a death with no retention is) waits for the next sweep instead of
+    // spinning this loop.
+    for (let at = this.store.nextDue(), last = -Infinity; at !== null && at <= now && at > last; last = at, at = this.store.nextDue()) {
+      this.expireDue(at, now, leaving);
+      this.endLeases(at);
+    }
+    for (const [queueId, at] of [...this.delayedAt]) {
+      if (at > now) continue;
+      const q = this.store.queueById(queueId);
+      if (!q) {
+        this.delayedAt.delete(queueId);
+        continue;
+      }
+      this.refreshDelayed(queueId, now);
+      // The instant kept is a lower bound: the message it came from may have gone since (expired
+      // while delayed, purged), and then nothing became ready and there is nothing to announce.
+      if (this.store.readyAtMost(queueId, now, 1) > 0) this.note(q, 'ready', []);
+    }
+    this.waiters.expire(now);
+    for (const queueId of this.consumers.expire(now)) this.touched.add(queueId);
+    for (const queueId of this.consumers.queues()) this.touched.add(queueId);
+  }
+
+  /** Age limits and dead retention due at or before `at`; `now` is when they are noticed. */
+  private expireDue(at: number, now: number, leaving: Set<number>): void {
     for (;;) {
-      const rows = this.store.dueExpiries(now, SWEEP_BATCH);
+      const rows = this.store.dueExpiries(at, SWEEP_BATCH);
       for (const row of rows) {
         const q = this.store.queueById(row.queue_id);
         if (!q) continue;
@@ -1124,32 +1155,18 @@ export class Engine {
       }
       if (rows.length < SWEEP_BATCH) break;
     }
-    // Leases end after the age limits of the same instant: a message whose last lease ends just as
-    // its age is reached is too old (dropped, or dead as expired), not a failure to be kept a
-    // further retention.
+  }
+
+  /** Leases that ended at or before `at`: back to the queue, or dead once out of deliveries. */
+  private endLeases(at: number): void {
     for (;;) {
-      const rows = this.store.dueLeases(now, SWEEP_BATCH);
+      const rows = this.store.dueLeases(at, SWEEP_BATCH);
       for (const row of rows) {
         const q = this.store.queueById(row.queue_id);
         if (q) this.release(q, row, { delay: 0, reason: null, error: null, toDead: false, timeout: true });
       }
       if (rows.length < SWEEP_BATCH) break;
     }
-    for (const [queueId, at] of [...this.delayedAt]) {
-      if (at > now) continue;
-      const q = this.store.queueById(queueId);
-      if (!q) {
-        this.delayedAt.delete(queueId);
-        continue;
-      }
-      this.refreshDelayed(queueId, now);
-      // The instant kept is a lower bound: the message it came from may have gone since (expired
-      // while delayed, purged), and then nothing became ready and there is nothing to announce.
-      if (this.store.readyAtMost(queueId, now, 1) > 0) this.note(q, 'ready', []);
-    }
-    this.waiters.expire(now);
-    for (const queueId of this.consumers.expire(now)) this.touched.add(queueId);
-    for (const queueId of this.consumers.queues()) this.touched.add(queueId);
   }
 
   /**

@@ -163,10 +163,11 @@ export const MIGRATIONS: string[] = [
 
   // 5: dead letters are listed (and replayed, oldest first) in the order they died. Messages that
   // die in the same millisecond (always, under the virtual clock) were ordered by id; a death now
-  // takes a fresh seq from the id allocator, and the dead index orders by it. Dead rows without a
-  // seq (written before schema 3) take their id, their order until now.
+  // takes a fresh seq from the id allocator, and the dead index orders by it. The dead rows already
+  // there take their id as seq, so they keep the order they were listed in (and a dead.list cursor
+  // from before, `d_<deadAt>_<id>`, still reads right); every later death sorts after them.
   `
-  UPDATE messages SET seq = id WHERE state = 2 AND seq IS NULL;
+  UPDATE messages SET seq = id WHERE state = 2;
   DROP INDEX msg_dead;
   CREATE INDEX msg_dead ON messages (queue_id, dead_at, seq) WHERE state = 2;
   `,

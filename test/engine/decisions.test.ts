@@ -561,7 +561,32 @@ describe('engine: decisions', () => {
       }
     });
 
-    it('a schema-4 database migrates to dead letters in the order they died: its own keep their order (seq or id), ahead of later deaths in the same millisecond', async () => {
+    it('a start that catches up on many instants applies them in time order: a last lease that ended before the age limit is a failure, not an expiry', async () => {
+      // Found in review: the sweep applied every age limit due by now before every lease end due by
+      // now, so a delivery that failed long before its message grew too old was judged too old.
+      const start = Date.UTC(2026, 0, 5, 10, 0, 0);
+      for (const [dialect, reason] of [['sync', 'max_deliveries_exceeded'], ['env', 'timeout']] as const) {
+        const dir = tempDir();
+        const q = { namespace: 'ns', queue: dialect };
+        try {
+          t = makeEngine({ dataDir: dir, start });
+          await t.engine.createQueue({ ...q, dialect, policy: { maxDeliveries: 1, maxMessageAgeMs: 60_000 } });
+          await t.engine.push({ ...q, body: 'x' });
+          await t.engine.pull({ ...q, leaseMs: 5000 });
+          await t.close();
+          // Back 10 minutes later: the lease ended at +5 s, the age limit at +60 s.
+          t = makeEngine({ dataDir: dir, start: start + 10 * MINUTE });
+          const { messages } = await t.engine.deadList(q);
+          assert.deepEqual(messages.map((m) => [m.id, m.deadReason]), [['m_1', reason]], dialect);
+        } finally {
+          await t.close();
+          t = null as never;
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+      }
+    });
+
+    it('a schema-4 database migrates to dead letters in the order they died: its own keep their order (by id, whatever their seq), ahead of later deaths in the same millisecond', async () => {
       const dir = tempDir();
       const start = Date.UTC(2026, 0, 5, 10, 0, 0);
       try {
@@ -586,7 +611,9 @@ describe('engine: decisions', () => {
         assert.deepEqual(got.map((m) => m.id), ['m_9', 'm_8']);
         for (const m of got) assert.equal((await t.engine.nack({ receipt: m.receipt })).ok, true); // both die now, m_9 first
         const list = await t.engine.deadList({ ...ref, limit: 1000 });
-        assert.deepEqual(list.messages.map((m) => m.id), ['m_5', 'm_3', 'm_9', 'm_8']);
+        assert.deepEqual(list.messages.map((m) => m.id), ['m_3', 'm_5', 'm_9', 'm_8']);
+        // A cursor a schema-4 emulator gave (`d_<deadAt>_<id>`) still pages on from the same row.
+        assert.deepEqual((await t.engine.deadList({ ...ref, cursor: `d_${start}_3` })).messages.map((m) => m.id), ['m_5', 'm_9', 'm_8']);
         const check = new Database(file, { readonly: true });
         assert.equal(check.pragma('user_version', { simple: true }), SCHEMA_VERSION);
         assert.match((check.prepare("SELECT sql FROM sqlite_master WHERE name = 'msg_dead'").get() as { sql: string }).sql, /\(queue_id, dead_at, seq\)/);
