@@ -8,7 +8,7 @@ import { createEnv, runConsumer, type ConsumerApp, type Env, type MessageBatch, 
 import { QuaysideError } from '../../../emulator/errors';
 import { Connection } from '../../../emulator/clients/connection';
 import type { Transport } from '../../../emulator/clients/transport';
-import { DAY, SECOND, admin, fresh, rejects, startTestEmulator, until, watchingFailures } from '../support';
+import { DAY, SECOND, admin, fresh, httpCall, rejects, startTestEmulator, until, watchingFailures } from '../support';
 
 // One test per statement of seeds/001 (the env product), named after it; the HTTP API over real
 // HTTP (fetch). Time moves only by the emulator's virtual clock.
@@ -22,15 +22,7 @@ describe('conformance: env (seeds/001)', function () {
   let env: Env;
   const running: RunningConsumer[] = [];
 
-  const api = async (method: string, path: string, body?: unknown, token = emu.token) => {
-    const r = await fetch(`${emu.httpUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: text ? JSON.parse(text) : null };
-  };
+  const api = (method: string, path: string, body?: unknown, token = emu.token) => httpCall(emu, method, path, body, token);
   const createQueue = async (slug: string, settings: Record<string, unknown> = {}, p = project) => {
     const r = await api('POST', '/v1/queues', { project: p, environment, slug, ...settings });
     assert.equal(r.status, 201, JSON.stringify(r.body));

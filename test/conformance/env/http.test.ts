@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { fresh, readOnlyToken, startTestEmulator } from '../support';
+import { fresh, httpCall, readOnlyToken, startTestEmulator } from '../support';
 
 // The env management API's own rules, over real HTTP (DESIGN.md "env HTTP API").
 
@@ -10,12 +10,7 @@ describe('conformance: env HTTP API', () => {
   });
   after(() => emu.close());
 
-  const call = async (method: string, path: string, body?: unknown, token: string | null = emu.token) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const r = await fetch(`${emu.httpUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    return { status: r.status, body: (await r.json()) as any };
-  };
+  const call = (method: string, path: string, body?: unknown, token: string | null = emu.token) => httpCall(emu, method, path, body, token);
 
   it('POST /v1/queues answers 201 with the queue; a taken slug answers 409', async () => {
     const project = fresh('p');

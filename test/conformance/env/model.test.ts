@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createEnv, type Env } from '../../../emulator/clients/env';
 import { QuaysideError } from '../../../emulator/errors';
-import { DAY, fresh, HOUR, rng, startTestEmulator } from '../support';
+import { DAY, fresh, HOUR, httpCall, rng, startTestEmulator } from '../support';
 
 // A seeded random walk over the env dialect (the HTTP data API and env.queue), checked step by
 // step against a small reference model written from DESIGN.md's message model, seeds/001 and
@@ -284,15 +284,7 @@ describe('conformance: env, a random walk against the message model', function (
     await emu.close();
   });
 
-  const api = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${emu.httpUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${emu.token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: text ? JSON.parse(text) : null };
-  };
+  const api = (method: string, path: string, body?: unknown) => httpCall(emu, method, path, body);
 
   /** Both peeks and the counts, against the model. */
   async function compare(model: Model, qId: string, where: string): Promise<void> {
