@@ -90,7 +90,8 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
     if (s.held.has(id)) throw invalid(`request id ${JSON.stringify(id)} is already a waiting pull on this connection; give each request its own id`);
     if (s.held.size >= LIMITS.maxWaitingPullsPerConnection) throw new QuaysideError('limit_exceeded', `at most ${LIMITS.maxWaitingPullsPerConnection} waiting pulls per connection`);
     const ac = new AbortController();
-    const held = { abort: ac, namespace: String(a.namespace) };
+    // Not String(): a namespace that is no string (a bad request the engine refuses next) may not convert.
+    const held = { abort: ac, namespace: typeof a.namespace === 'string' ? a.namespace : '' };
     s.held.set(id, held);
     // A cancel under this id now means this pull: an earlier one answered under it is in its client's hands.
     s.answeredPulls.delete(id);
@@ -207,7 +208,8 @@ const HANDLERS: Record<Exclude<OpName, 'hello'>, Handler> = {
   'token.create': async (e, s, a) => {
     const ns = opt(a.namespace) ?? null;
     // The default name is a label made from what was given: cut to the name limit, not refused for it.
-    const name = opt(a.name) ?? `${String(a.access)}${typeof ns === 'string' ? ':' + ns : ''}`.slice(0, 200);
+    // (Only from strings: what is not one, the engine refuses next, and it may not convert.)
+    const name = opt(a.name) ?? `${typeof a.access === 'string' ? a.access : ''}${typeof ns === 'string' ? ':' + ns : ''}`.slice(0, 200);
     return { token: await e.createToken(a.access, ns, name, s.actor!) };
   },
 };

@@ -45,7 +45,7 @@ const WRITES: { op: string; args: Record<string, unknown>; breaks: Record<string
     namespace: badName, queue: badName, policy: [DEL, null, 5, 'x', [], { leaseMs: 0 }, { maxBytes: 'big' }, { maxPayloadBytes: 1e308 }, { recordNackReason: 'yes' }] } },
   { op: 'queue.delete', args: { namespace: 'fz', queue: 'q' }, breaks: { namespace: badName, queue: badName } },
   { op: 'namespace.configure', args: { namespace: 'fz', dailyQuota: 10 }, breaks: { namespace: badName, dailyQuota: [DEL, 1e13, ...badInt] } },
-  { op: 'token.create', args: { access: 'read' }, breaks: { access: [DEL, null, 'admin', 'READ', 5, {}], namespace: [5, '', 'x'.repeat(201), {}], name: [5, {}, { toString: 1 }, 'x'.repeat(201)] } },
+  { op: 'token.create', args: { access: 'read' }, breaks: { access: [DEL, null, 'admin', 'READ', 5, {}, { toString: 1 }], namespace: [5, '', 'x'.repeat(201), {}], name: [5, {}, { toString: 1 }, 'x'.repeat(201)] } },
   { op: 'clock.advance', args: { ms: 10 }, breaks: { ms: [DEL, null, -1, 'x', {}, [], 1e308, Number.MAX_VALUE, 9e15] } },
   { op: 'consumer.set', args: { namespace: 'fz', queue: 'envq', consumer: { appId: 'a' } }, breaks: {
     namespace: badName, queue: badName, consumer: [5, 'x', [], { appId: 5 }, { appId: '' }, { appId: 'a', maxBatchSize: 0 }, { appId: 'a', maxBatchSize: { toString: 1 } }, { appId: 'a', bogus: 1 }, { appId: 'a', constructor: 5 }, { appId: 'a', toString: 1 }, { appId: 'a', hasOwnProperty: 1 }] } },
@@ -165,6 +165,18 @@ describe('reliability: hostile and broken input', function () {
       { numRuns: 300 },
     );
     await othersFine();
+  });
+
+  it('a waiting pull, or a token.create, with a value that cannot be made a string is invalid_argument, not internal (found by the property above)', async () => {
+    const before = digest();
+    for (const bad of [{ toString: 1 }, Object.create(null), { toString: () => { throw new Error('no'); } }]) {
+      for (const [op, args] of [['pull', { namespace: bad, queue: 'q', waitMs: 1000 }], ['token.create', { access: bad }], ['token.create', { access: bad, namespace: 'fz' }]] as const) {
+        const r = await admin.request(op, args);
+        assertCoded(r, `${op} ${JSON.stringify(args)}`);
+        assert.equal(r.error!.code, 'invalid_argument');
+      }
+    }
+    assert.equal(digest(), before);
   });
 
   it('a push that creates its queue and then fails leaves nothing behind, not even the policy of the queue it would have made', async () => {
