@@ -448,6 +448,151 @@ describe('reliability: hostile and broken input', function () {
     assert.equal(digest(), before);
   });
 
+  it('any args to any operation from a read-write token: never internal; a refused one changes nothing', async () => {
+    // Its own emulator: what succeeds here changes things, which the shared fixture must not see.
+    const own = await startEmulator({ port: 0, memory: true, clock: 'virtual' });
+    const c = await RawClient.hello(own.url, own.token);
+    try {
+      const ownDigest = () => storeDigest(sqliteOf(own));
+      await c.ok('queue.create', { namespace: 'w', queue: 'envq', dialect: 'env' });
+      let refused = 0;
+      let answered = 0;
+      const value = fc.oneof(
+        fc.constantFrom('$R', '$ID', '$DEAD', 'w', 'q', 'envq', 'cache', 'env', 'sync', 'read', 'write', ['ready'], ['dead'], -1, 0, 1, 1.5, 1e308, 2 ** 53 + 1, '', null, true, {}, { toString: 1 }, { appId: 'a' }, { leaseMs: 5 }),
+        fc.jsonValue({ maxDepth: 2 }),
+      );
+      // A valid request for each operation, then 0 to 2 of its fields (or new ones) set to anything.
+      const Q = { namespace: 'w', queue: 'q' };
+      const TEMPLATES: Record<string, Record<string, unknown>> = {
+        'queue.create': { namespace: 'w', queue: 'made', dialect: 'sync' }, 'queue.configure': { ...Q, policy: { leaseMs: 5000 } }, 'queue.delete': Q,
+        'queue.get': Q, 'queue.list': { namespace: 'w' }, 'namespace.list': {}, 'namespace.configure': { namespace: 'w', dailyQuota: 0 },
+        push: { ...Q, body: { a: 1 } }, 'push.batch': { ...Q, messages: [{ body: 1 }, { body: 2 }] }, pull: { ...Q, max: 1 }, ack: { receipt: '$R' },
+        'ack.batch': { receipts: ['$R'] }, nack: { receipt: '$R' }, extend: { receipt: '$R' }, peek: Q, 'message.get': { ...Q, id: '$ID' },
+        'dead.list': Q, 'dead.replay': { ...Q, ids: ['$DEAD'] }, 'dead.purge': { ...Q, ids: ['$DEAD'] }, purge: { ...Q, confirm: 'q' }, stats: Q,
+        'audit.list': { namespace: 'w' }, subscribe: { namespace: 'w' }, unsubscribe: { subscription: 's_1' },
+        'consumer.set': { namespace: 'w', queue: 'envq', consumer: { appId: 'a' } }, 'consumer.attach': { namespace: 'w', queue: 'envq', dialect: 'env' },
+        'consumer.done': { consumer: 'c_1', batch: 'b_1' }, 'consumer.detach': { consumer: 'c_1' }, 'clock.now': {}, 'clock.advance': { ms: 10 },
+        cancel: { request: 1 }, 'token.create': { access: 'read', namespace: 'w' },
+      };
+      const field = fc.oneof(
+        fc.constantFrom('namespace', 'queue', 'dialect', 'id', 'ids', 'receipt', 'receipts', 'max', 'limit', 'cursor', 'states', 'body', 'messages', 'delayMs', 'leaseMs',
+          'dedupeKey', 'reason', 'dead', 'policy', 'consumer', 'confirm', 'access', 'name', 'ms', 'dailyQuota', 'ifNotExists', 'subscription', 'request', 'batch'),
+        fc.string({ maxLength: 6 }),
+      );
+      const ops = OP_NAMES.filter((o) => o !== 'hello');
+      const request = fc.record({
+        op: fc.constantFrom(...ops),
+        changes: fc.array(fc.tuple(field, fc.oneof(fc.constant(DEL), value)), { maxLength: 2 }),
+      });
+      await fc.assert(
+        fc.asyncProperty(request, async ({ op, changes }) => {
+          const argsT: Record<string, unknown> = { ...TEMPLATES[op] };
+          for (const [f, v] of changes) {
+            if (v === DEL) delete argsT[f];
+            else argsT[f] = v;
+          }
+          // Live values for the placeholders: a fresh lease, a message id and a dead letter.
+          // Earlier runs may have set a quota, a depth limit or deleted the queue: these may fail.
+          await c.request('push', { namespace: 'w', queue: 'q', body: { n: 1 } });
+          const pulled = (await c.request('pull', { namespace: 'w', queue: 'q', max: 2 })).result?.messages ?? [];
+          if (pulled.length > 1) await c.request('nack', { receipt: pulled[1].receipt, dead: true });
+          const dead = (await c.request('dead.list', { namespace: 'w', queue: 'q', limit: 1 })).result?.messages ?? [];
+          const fills: Record<string, unknown> = { $R: pulled[0]?.receipt ?? 'r_0_0', $ID: pulled[0]?.id ?? 'm_1', $DEAD: dead[0]?.id ?? 'm_1' };
+          const args = JSON.parse(JSON.stringify(argsT), (_k, v) => (typeof v === 'string' && v in fills ? fills[v] : v));
+          if (op === 'pull' || op === 'consumer.attach') delete args.waitMs; // no real-time waits in a property
+          const before = ownDigest();
+          const r = await c.request(op, args);
+          if (r.ok) {
+            answered++;
+            return;
+          }
+          refused++;
+          assertCoded(r, `${op} ${JSON.stringify(args).slice(0, 160)}`);
+          assert.equal(ownDigest(), before, `${op} ${JSON.stringify(args).slice(0, 160)}: refused with ${r.error!.code} but the store changed`);
+        }),
+        { numRuns: 500 },
+      );
+      assert.ok(refused >= 100 && answered >= 50, `refused ${refused}, answered ${answered}`);
+    } finally {
+      await c.close();
+      await own.close();
+    }
+  });
+
+  it('random HTTP requests with a read-write token: never a 5xx; a refused one is coded and changes nothing', async () => {
+    // Placeholders are filled in at run time, so requests reach a live queue, lease and slug often
+    // enough to get past the first check; a DELETE that succeeds makes the next run create another.
+    const auth = { authorization: `Bearer ${emu.token}` };
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${emu.httpUrl}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, json: (await res.json()) as Record<string, any> };
+    };
+    let live = { id: '', slug: '' };
+    let n = 0;
+    async function ensureQueue(): Promise<string | undefined> {
+      if (live.id && (await call('GET', `/v1/queues/${live.id}`)).status === 200) {
+        // Keep one ready message about, so that most runs hold a live lease.
+        const q = (await call('GET', `/v1/queues/${live.id}`)).json;
+        if (q.consumer == null) await call('POST', `/v1/queues/${live.id}/messages`, { body: { n } });
+        const leased = await call('POST', `/v1/queues/${live.id}/receive`, { max: 1 });
+        return leased.json.messages?.[0]?.leaseId;
+      }
+      const slug = `rw${n++}`;
+      const made = await call('POST', '/v1/queues', { project: 'rp', environment: 'e', slug, maxRetries: 1 });
+      assert.equal(made.status, 201);
+      live = { id: made.json.id, slug };
+      await call('POST', `/v1/queues/${live.id}/messages`, { messages: [1, 2, 3, 4].map((i) => ({ body: { i } })) });
+      // One message into the failed area: two deliveries whose leases are retried.
+      for (let i = 0; i < 2; i++) {
+        const got = await call('POST', `/v1/queues/${live.id}/receive`, { max: 1 });
+        await call('POST', `/v1/queues/${live.id}/ack`, { retries: [{ leaseId: got.json.messages[0].leaseId }] });
+      }
+      return (await call('POST', `/v1/queues/${live.id}/receive`, { max: 1 })).json.messages?.[0]?.leaseId;
+    }
+    const special = fc.constantFrom('$Q', '$SLUG', '$LEASE', 'rp', 'e', -1, 0, 1, 1.5, 1e308, 2 ** 53 + 2, '', 'x'.repeat(300), true, null, [], {}, { toString: 1 });
+    const field = fc.constantFrom('project', 'environment', 'slug', 'maxRetries', 'maxDepth', 'maxBytes', 'retentionSeconds', 'visibilityMs', 'appId', 'maxBatchSize',
+      'maxBatchTimeoutMs', 'maxConcurrency', 'body', 'contentType', 'delaySeconds', 'attributes', 'dedupId', 'max', 'leaseId', 'confirm', 'failed');
+    const obj = fc.dictionary(fc.oneof(field, fc.string({ maxLength: 6 })), fc.oneof(special, fc.jsonValue({ maxDepth: 2 })), { maxKeys: 5 });
+    const body = fc.oneof(
+      obj,
+      obj.map((o) => ({ messages: [o, { body: 1 }] })),
+      fc.record({ acks: fc.array(fc.oneof(special, fc.string()), { maxLength: 3 }), retries: fc.array(fc.record({ leaseId: special, delaySeconds: special }, { requiredKeys: ['leaseId'] }), { maxLength: 2 }) }, { requiredKeys: [] }),
+      fc.jsonValue({ maxDepth: 2 }),
+    );
+    const route = fc.constantFrom(
+      ['POST', '/v1/queues'], ['GET', '/v1/queues?project=rp&environment=e'], ['GET', '/v1/queues/$Q'], ['PATCH', '/v1/queues/$Q'], ['DELETE', '/v1/queues/$Q'],
+      ['PUT', '/v1/queues/$Q/consumer'], ['POST', '/v1/queues/$Q/messages'], ['GET', '/v1/queues/$Q/messages?failed=1'], ['POST', '/v1/queues/$Q/receive'],
+      ['POST', '/v1/queues/$Q/ack'], ['POST', '/v1/queues/$Q/extend'], ['POST', '/v1/queues/$Q/retry-failed'], ['POST', '/v1/queues/$Q/purge'],
+    );
+    let refused = 0;
+    let answered = 0;
+    await fc.assert(
+      fc.asyncProperty(route, fc.option(body), async ([method, pathT], b) => {
+        const lease = (await ensureQueue()) ?? 'r_0_0';
+        const fill = (s: string) => s.replaceAll('$Q', live.id).replaceAll('$SLUG', live.slug).replaceAll('$LEASE', lease);
+        const path = fill(pathT);
+        const text = b === null || method === 'GET' || method === 'DELETE' ? undefined : fill(JSON.stringify(b));
+        const before = digest();
+        const res = await fetch(`${emu.httpUrl}${path}`, { method, headers: auth, body: text });
+        const payload = (await res.json()) as { error?: { code: string; message: string } };
+        const what = `${method} ${path} ${String(text).slice(0, 160)}`;
+        assert.ok(res.status < 500, `${what}: ${res.status} ${JSON.stringify(payload).slice(0, 200)}`);
+        if (res.ok) {
+          answered++;
+          return;
+        }
+        refused++;
+        assert.ok(payload.error && CODES.has(payload.error.code) && payload.error.message, `${what}: ${JSON.stringify(payload).slice(0, 200)}`);
+        assert.equal(res.status, HTTP_STATUS[payload.error.code as keyof typeof HTTP_STATUS], what);
+        assert.equal(digest(), before, `${what}: refused with ${payload.error.code} but the store changed`);
+      }),
+      { numRuns: 400 },
+    );
+    // Both kinds must be common, or the property tests little.
+    assert.ok(refused >= 50 && answered >= 50, `refused ${refused}, answered ${answered}`);
+    await othersFine();
+  });
+
   it('memory stays bounded across thousands of broken frames and repeated oversized ones', async () => {
     const c = await RawClient.hello(emu.url, emu.token);
     const big = JSON.stringify({ id: 0, op: 'push', args: { namespace: 'fz', queue: 'q', body: 'y'.repeat(LIMITS.maxFrameBytes) } });
