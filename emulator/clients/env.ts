@@ -38,7 +38,12 @@ export interface BatchItem extends SendOptions {
 export interface EnvQueue {
   send(slug: string, body: unknown, opts?: SendOptions): Promise<{ id: string }>;
   /** All or nothing. */
-  sendBatch(slug: string, messages: BatchItem[]): Promise<{ ids: string[] }>;
+  /** `opts.delaySeconds`: the delay of each message that does not set its own. */
+  sendBatch(slug: string, messages: BatchItem[], opts?: SendBatchOptions): Promise<{ ids: string[] }>;
+}
+
+export interface SendBatchOptions {
+  delaySeconds?: number;
 }
 
 export interface EnvOptions {
@@ -134,13 +139,18 @@ export function envQueueOver(transport: () => Transport, namespace: string): Env
       const r = await transport().request('push', { namespace, queue: slugArg(slug), dialect: 'env', ...pushInput(body, opts) });
       return { id: r.id };
     },
-    async sendBatch(slug, messages) {
+    async sendBatch(slug, messages, given) {
       const q = slugArg(slug);
       if (!Array.isArray(messages)) throw invalidArg('sendBatch(slug, messages) needs an array of { body, … }');
       if (messages.length === 0) throw invalidArg('sendBatch needs at least one message');
+      // The product's batch option: a misspelt one would otherwise send every message at once.
+      const o = options(given, 'sendBatch', ['delaySeconds']);
+      const batchDelayMs = optSeconds(o.delaySeconds, 'sendBatch delaySeconds', { max: MAX_DELAY_S });
       const inputs = messages.map((m, i) => {
         if (!m || typeof m !== 'object') throw invalidArg(`messages[${i}] must be an object { body, … }`);
-        return pushInput(m.body, m, `messages[${i}].`);
+        const input = pushInput(m.body, m, `messages[${i}].`);
+        if (input.delayMs === undefined && batchDelayMs !== undefined) input.delayMs = batchDelayMs;
+        return input;
       });
       const r = await transport().request('push.batch', { namespace, queue: q, dialect: 'env', messages: inputs });
       return { ids: r.results.map((x) => x.id) };

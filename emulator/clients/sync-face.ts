@@ -1,7 +1,7 @@
 import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
-import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
-import type { Transport } from './transport';
+import { LIMITS, SYNC_PAYLOAD_BYTES, nameProblem, syncEnvelopeBytes } from '../protocol';
+import { argsJson, type Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, asJsonTop, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
 import { DEFAULT_PREFIX, checkOrdering, syncNamespace, syncPolicy, type SyncDelivery, type SyncLimits, type SyncSettings } from './policies';
 
@@ -307,6 +307,20 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
   }
 
   /**
+   * Before the first use of a queue, a message over the default payloadBytes: the queue's stored
+   * limit (another handle may have raised it) decides, or the default for a queue not made yet.
+   */
+  async function refuseOversize(s: Site, size: number): Promise<void> {
+    let limit = SYNC_PAYLOAD_BYTES;
+    try {
+      limit = (await transport.request('queue.get', s.ref)).policy.maxPayloadBytes;
+    } catch (e) {
+      if (!isCode(e, 'not_found')) throw e;
+    }
+    if (size > limit) throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over the queue's payloadBytes (${limit})`, { details: { size, limit } });
+  }
+
+  /**
    * Runs the product operation `op` on the queue; a queue that vanished (a restarted in-memory
    * emulator) is made again. Its errors are told in the product's words (see productError).
    */
@@ -515,18 +529,25 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       const dedupeKey = optKey(o.idempotencyKey, 'idempotencyKey');
       const orderingKey = optKey(o.orderingKey, 'orderingKey');
       const s = site(o.tenantId);
-      const limit = own.maxPayloadBytes;
-      if (limit !== undefined) {
-        let size: number;
-        try {
-          size = envelopeBytes(o.data, o.meta, orderingKey);
-        } catch {
-          size = 0; // not JSON-serialisable: the request's encoding names the field
-        }
-        if (size > limit) throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${limit})`, { details: { size, limit } });
-      }
+      const args = { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta };
       try {
-        const r = await onQueue(s, 'send', () => transport.request('push', { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta }), true);
+        // A send refused for its data must not have made or configured the queue (first use does,
+        // before the push): what JSON cannot carry, and a size over the limit, are refused first.
+        if (!s.ready) argsJson('push', args);
+        const mine = own.maxPayloadBytes;
+        if (mine !== undefined || !s.ready) {
+          let size = 0;
+          try {
+            size = envelopeBytes(o.data, o.meta, orderingKey);
+          } catch {
+            // not JSON-serialisable: the request's encoding names the field
+          }
+          if (mine !== undefined && size > mine) {
+            throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${mine})`, { details: { size, limit: mine } });
+          }
+          if (mine === undefined && size > SYNC_PAYLOAD_BYTES) await refuseOversize(s, size);
+        }
+        const r = await onQueue(s, 'send', () => transport.request('push', args), true);
         return { messageId: r.id };
       } catch (e) {
         throw sendError(e);

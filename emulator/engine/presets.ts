@@ -1,6 +1,6 @@
-import { LIMITS, type ConsumerSettings, type Dialect, type QueuePolicy } from '../protocol';
+import { LIMITS, SYNC_PAYLOAD_BYTES, type ConsumerSettings, type Dialect, type QueuePolicy } from '../protocol';
 import { invalid } from '../errors';
-import { describe } from './validate';
+import { describe, str } from './validate';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -49,7 +49,7 @@ export const PRESETS: Record<Dialect, QueuePolicy> = {
     maxMessageAgeMs: 7 * DAY,
     onMaxAge: 'dead',
     dedupeTtlMs: 7 * DAY,
-    maxPayloadBytes: 131072,
+    maxPayloadBytes: SYNC_PAYLOAD_BYTES,
     maxDepth: null,
     maxBytes: null,
     maxNackDelayMs: 7 * DAY,
@@ -116,8 +116,9 @@ export function mergePolicy(base: QueuePolicy, patch: unknown): QueuePolicy {
  * The lease defaults to the queue's (`leaseMs`, which its `visibilityMs` sets), read at this moment.
  */
 export function consumerSettings(patch: Record<string, unknown>, queueLeaseMs: number): ConsumerSettings {
-  if (typeof patch.appId !== 'string' || patch.appId.length === 0 || patch.appId.length > 200) throw invalid('consumer.appId must be a non-empty string of at most 200 characters');
-  const out: ConsumerSettings = { ...CONSUMER_DEFAULTS, visibilityMs: queueLeaseMs, appId: patch.appId };
+  // Kept and compared as it is, so it must be text SQLite stores unchanged (no lone surrogate).
+  const appId = str(patch.appId, 'consumer.appId', 200);
+  const out: ConsumerSettings = { ...CONSUMER_DEFAULTS, visibilityMs: queueLeaseMs, appId };
   const ranges: Record<string, [number, number]> = {
     maxBatchSize: [1, 100],
     maxBatchTimeoutMs: [0, 60_000],

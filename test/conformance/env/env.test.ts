@@ -115,6 +115,22 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
     });
 
+    it('sendBatch takes the batch\'s delaySeconds for the messages that set none; other options are refused', async () => {
+      const q = await createQueue('batch-delay');
+      for (const bad of [{ delaySecond: 30 }, 'garbage', { delaySeconds: -1 }, { delaySeconds: 13 * 3600 }]) {
+        const e = await rejects(env.queue.sendBatch('batch-delay', [{ body: 1 }], bad as never));
+        assert.equal(e.code, 'invalid_argument', JSON.stringify(bad));
+      }
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0, 'nothing was sent');
+      await env.queue.sendBatch('batch-delay', [{ body: 'a' }, { body: 'b', delaySeconds: 5 }, { body: 'c', delaySeconds: 0 }], { delaySeconds: 30 });
+      const states = async () => (await api('GET', `/v1/queues/${q.id}/messages`)).body.messages.map((m: any) => [m.body, m.state]);
+      assert.deepEqual(await states(), [['a', 'delayed'], ['b', 'delayed'], ['c', 'ready']]);
+      await emu.clock.advance(5 * SECOND);
+      assert.deepEqual(await states(), [['a', 'delayed'], ['b', 'ready'], ['c', 'ready']]);
+      await emu.clock.advance(25 * SECOND);
+      assert.deepEqual(await states(), [['a', 'ready'], ['b', 'ready'], ['c', 'ready']]);
+    });
+
     it('the slug is resolved within the app\'s scope; a queue elsewhere is reported as not found', async () => {
       const elsewhere = fresh('proj');
       await createQueue('theirs', {}, elsewhere);
@@ -932,6 +948,18 @@ describe('conformance: env (seeds/001)', function () {
       assert.equal(r.body.error.code, 'invalid_argument');
       assert.match(r.body.error.message, /maxBatchSize/);
       assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.consumer.appId, 'worker', 'nothing changed');
+    });
+
+    it('an appId with half a surrogate pair is refused, over PUT and by runConsumer, and the queue keeps its consumer', async () => {
+      const q = await createQueue('lone-app');
+      await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: null });
+      const put = await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'x\ud800' });
+      assert.equal(put.status, 400);
+      assert.equal(put.body.error.code, 'invalid_argument');
+      assert.match(put.body.error.message, /appId/);
+      await assert.rejects(consume({ async queue() {} }, 'lone-app', { appId: 'worker\ud800' }), { code: 'invalid_argument' });
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.consumer, null, 'still a pull queue');
+      assert.equal((await api('POST', `/v1/queues/${q.id}/receive`, {})).status, 200);
     });
 
     it('a queue that still has a consumer app refuses receive with 409', async () => {

@@ -363,6 +363,35 @@ for (const variant of variants) {
         assert.equal((await none.stats()).ready, 2);
       });
 
+      it("a send refused for its data writes nothing of the handle's settings: not on a new queue, not on an existing one", async () => {
+        /** How many deliveries a message of `q` gets before the DLQ, up to 4. */
+        const deliveries = async (q: SyncQueue) => {
+          await q.send({ data: 'probe' });
+          for (let n = 1; n <= 4; n++) {
+            const m = (await q.recv({ wait: false }))!;
+            await m.nack();
+            if ((await q.dlq()).length) return n;
+          }
+          return Infinity;
+        };
+        for (const data of [NaN, 1n, { a: [Infinity] }, 'x'.repeat(131_072)]) {
+          const id = fresh('refused-first');
+          const e = await rejects(h.queue({ id, delivery: { maxDeliveries: 2 } }).send({ data }));
+          assert.ok(['invalid_argument', 'payload_too_large'].includes(e.code), e.message);
+          assert.equal(await deliveries(h.queue({ id })), Infinity, 'the queue was made with the default 10, not 2');
+        }
+        const id = fresh('refused-later');
+        await inOrder(h, { id, delivery: { maxDeliveries: 3 } });
+        const e = await rejects(h.queue({ id, delivery: { maxDeliveries: 1 } }).send({ data: NaN }));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /^send: data/);
+        assert.equal(await deliveries(h.queue({ id })), 3, 'the stored maxDeliveries is still 3');
+        // A queue another handle made with a larger payloadBytes takes a message over the default.
+        const roomy = fresh('roomy');
+        await inOrder(h, { id: roomy, limits: { payloadBytes: 200_000 } });
+        await h.queue({ id: roomy }).send({ data: 'x'.repeat(150_000) });
+      });
+
       it('settings the emulator applies on its own (maxDeliveries, maxMessageAgeMs, dlqRetentionMs) are the stored policy: the last handle to configure wins', async () => {
         const id = fresh('per-handle');
         const [five] = await inOrder(h, { id, delivery: { maxDeliveries: 5 } }, { id, delivery: { maxDeliveries: 1 } });
