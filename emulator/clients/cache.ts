@@ -278,19 +278,20 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
   }
 
   /**
-   * Settles name this queue, so a receipt of another queue (or namespace) is stale here, as it
-   * would be against the hosted service; a queue that does not exist holds no lease either.
-   */
-  /**
    * ack and nack take a receipt only. An option given anyway is refused, not dropped: a
    * `nack(r, { delaySeconds: 60 })` would otherwise put the message back at once.
    */
   const noOptions = (op: 'ack' | 'nack', rest: unknown[]): void => {
     const o = optObject(rest[0], `${op} options`);
     const extra = rest.length > 1 ? 'a third argument' : o && Object.keys(o).length > 0 ? `option "${Object.keys(o)[0]}"` : null;
-    if (extra) throw invalidArg(`${op}(receipt) takes no options, got ${extra}; a nacked message is ready again at once (its queue has no nack delay)`);
+    const why = op === 'nack' ? '; a nacked message is ready again at once (its queue has no nack delay)' : '';
+    if (extra) throw invalidArg(`${op}(receipt) takes no options, got ${extra}${why}`);
   };
 
+  /**
+   * Settles name this queue, so a receipt of another queue (or namespace) is stale here, as it
+   * would be against the hosted service; a queue that does not exist holds no lease either.
+   */
   const settleHere = (op: 'ack' | 'nack', receipt: string, error?: string, over: Transport = t()): Promise<boolean> =>
     orEmpty(over.request(op, { ...ref, receipt, error }).then((r) => r.ok), false);
 
@@ -419,7 +420,8 @@ function cacheQueue(link: Link, namespace: string, name: string): CacheQueue {
       });
     },
 
-    async stats() {
+    async stats(...rest: unknown[]) {
+      if (rest.length > 0 && rest[0] !== undefined) throw invalidArg('stats() takes no arguments');
       // A queue never pushed to: zeros, and a history of 48 empty steps, as an idle queue shows.
       const s = await orNotFound(t().request('stats', ref), async () => {
         const { now } = await t().request('clock.now', {});

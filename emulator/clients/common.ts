@@ -1,6 +1,6 @@
 import { QuaysideError } from '../errors';
 import { abortError } from './abort';
-import { LIMITS } from '../protocol';
+import { LIMITS, LONE_SURROGATE, hasLoneSurrogate } from '../protocol';
 import type { Transport } from './transport';
 
 // Small helpers shared by the product faces (cache, env, sync): argument checks that run before
@@ -31,6 +31,8 @@ function duration(v: unknown, name: string, opts: { min?: number; max?: number }
   if (!Number.isFinite(v)) throw invalidArg(`${name} must be finite, got ${v}`, { field: name });
   if (v < 0) throw invalidArg(`${name} must not be negative, got ${v}`, { field: name });
   const ms = Math.round(v * msPerUnit);
+  // Finite in its unit but not in milliseconds (1e306 seconds): the engine would say delayMs.
+  if (!Number.isSafeInteger(ms)) throw invalidArg(`${name} is too large, got ${v}`, { field: name });
   if (ms < Math.round(min * msPerUnit)) throw invalidArg(`${name} must be at least ${min} ${unit}, got ${v}`, { field: name });
   if (opts.max !== undefined && ms > Math.round(opts.max * msPerUnit)) throw invalidArg(`${name} must be at most ${opts.max} ${unit}, got ${v}`, { field: name });
   return ms;
@@ -62,11 +64,12 @@ export function optString(v: unknown, name: string): string | undefined {
 
 /**
  * A dedupe or ordering key under the product's own name (dedupId, idempotencyKey, orderingKey),
- * its length checked here so that the error names that field; the engine would say dedupeKey.
+ * its length and text checked here so that the error names that field; the engine would say dedupeKey.
  */
 export function optKey(v: unknown, field: string): string | undefined {
   const s = optString(v, field);
   if (s !== undefined && s.length > LIMITS.maxKeyChars) throw invalidArg(`${field} must be at most ${LIMITS.maxKeyChars} characters, got ${s.length}`, { field });
+  if (s !== undefined && hasLoneSurrogate(s)) throw invalidArg(`${field} ${LONE_SURROGATE}`, { field });
   return s;
 }
 

@@ -530,23 +530,29 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       const orderingKey = optKey(o.orderingKey, 'orderingKey');
       const s = site(o.tenantId);
       const args = { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta };
-      try {
-        // A send refused for its data must not have made or configured the queue (first use does,
-        // before the push): what JSON cannot carry, and a size over the limit, are refused first.
-        if (!s.ready) argsJson('push', args);
-        const mine = own.maxPayloadBytes;
-        if (mine !== undefined || !s.ready) {
-          let size = 0;
-          try {
-            size = envelopeBytes(o.data, o.meta, orderingKey);
-          } catch {
-            // not JSON-serialisable: the request's encoding names the field
-          }
-          if (mine !== undefined && size > mine) {
-            throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${mine})`, { details: { size, limit: mine } });
-          }
-          if (mine === undefined && size > SYNC_PAYLOAD_BYTES) await refuseOversize(s, size);
+      // A send refused for its data must not have made or configured the queue (first use does,
+      // before the push): what JSON cannot carry, and a size over the limit, are refused first.
+      if (!s.ready) {
+        try {
+          argsJson('push', args);
+        } catch (e) {
+          throw sendError(e);
         }
+      }
+      const mine = own.maxPayloadBytes;
+      if (mine !== undefined || !s.ready) {
+        let size = 0;
+        try {
+          size = envelopeBytes(o.data, o.meta, orderingKey);
+        } catch {
+          // not JSON-serialisable: the request's encoding names the field
+        }
+        if (mine !== undefined && size > mine) {
+          throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${mine})`, { details: { size, limit: mine } });
+        }
+        if (mine === undefined && size > SYNC_PAYLOAD_BYTES) await refuseOversize(s, size);
+      }
+      try {
         const r = await onQueue(s, 'send', () => transport.request('push', args), true);
         return { messageId: r.id };
       } catch (e) {
@@ -563,7 +569,7 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
     async dlq<T>(given: { limit?: number; tenantId?: string } = {}) {
       const o = options(given, 'dlq', ['limit', 'tenantId']);
       const limit = o.limit ?? 100;
-      if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) throw invalidArg(`limit must be a positive whole number, got ${String(limit)}`);
+      if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) throw invalidArg(`limit must be a positive whole number, got ${typeof limit === 'string' ? JSON.stringify(limit) : String(limit)}`);
       const s = site(o.tenantId);
       const out: DlqEntry<T>[] = [];
       let cursor: string | undefined;

@@ -277,7 +277,12 @@ describe('conformance: cache (seeds/000)', function () {
       const nackDelay = await rejects(loose.nack(m.receipt, { delaySeconds: 60 }));
       assert.equal(nackDelay.code, 'invalid_argument');
       assert.match(nackDelay.message, /nack\(receipt\) takes no options, got option "delaySeconds"/);
-      assert.equal((await rejects(loose.ack(m.receipt, { force: true }))).code, 'invalid_argument');
+      const ackOption = await rejects(loose.ack(m.receipt, { force: true }));
+      assert.equal(ackOption.code, 'invalid_argument');
+      assert.doesNotMatch(ackOption.message, /nack/, 'an ack is not told about nacks');
+      // Finite in seconds, not in milliseconds: refused under the name it was given.
+      assert.match((await rejects(q.push(1, { delaySeconds: 1e306 }))).message, /^delaySeconds is too large/);
+      assert.equal((await rejects((q.stats as (x: unknown) => Promise<unknown>)({ x: 1 }))).code, 'invalid_argument');
       assert.deepEqual(await q.stats().then((st) => [st.ready, st.inFlight]), [0, 1], 'still leased: nothing was settled');
       assert.equal(await loose.nack(m.receipt, {}), true, 'an empty options object is no option');
     });

@@ -231,6 +231,7 @@ describe('conformance: env (seeds/001)', function () {
       assert.match(e.message, /^dedupId must be at most 512 characters/);
       const b = await rejects(env.queue.sendBatch('dedup-name', [{ body: 1 }, { body: 2, dedupId: 'd'.repeat(513) }]));
       assert.match(b.message, /dedupId must be at most 512 characters/);
+      assert.match((await rejects(env.queue.send('dedup-name', 1, { dedupId: 'd\ud800' }))).message, /^dedupId must be well-formed Unicode/);
     });
 
     it('only the app set as the queue\'s consumer is called: one replaced (by the console or another runConsumer) gets no more batches', async () => {

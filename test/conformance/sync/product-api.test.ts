@@ -408,6 +408,9 @@ for (const variant of variants) {
         assert.equal(key.code, 'invalid_argument');
         assert.match(key.message, /^idempotencyKey must be at most 512 characters/);
         assert.match((await rejects(q.send({ data: 1, orderingKey: 'o'.repeat(513) }))).message, /^orderingKey must be at most 512 characters/);
+        assert.match((await rejects(q.send({ data: 1, idempotencyKey: 'k\ud800' }))).message, /^idempotencyKey must be well-formed Unicode/);
+        assert.match((await rejects(q.send({ data: 1, orderingKey: '\udc00o' }))).message, /^orderingKey must be well-formed Unicode/);
+        assert.match((await rejects(q.dlq({ limit: '5' as never }))).message, /got "5"$/);
         assert.throws(() => h.queue({ id: 'i'.repeat(201) }), (e: any) => e.code === 'invalid_argument' && /^id must be at most 200 characters/.test(e.message));
         assert.throws(() => h.queue({ id: 'a\tb' }), (e: any) => e.code === 'invalid_argument' && /^id must not contain control characters/.test(e.message));
         assert.throws(() => h.queue({ id: 'x', tenantId: 't'.repeat(201) }), (e: any) => e.code === 'invalid_argument' && /^tenantId must be at most 200 characters/.test(e.message));
