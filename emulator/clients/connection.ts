@@ -3,7 +3,7 @@ import { QuaysideError } from '../errors';
 import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
 import { abortError } from './abort';
 import { Slots, mayBeHeld } from './slots';
-import { encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
+import { checkConnectionOptions, encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
 
 /** The masking key ws asks for before each frame: left all zeros (see dial()). */
 const zeroMask = (mask: Buffer): void => {
@@ -64,14 +64,7 @@ export class Connection implements Transport {
   constructor(opts: ConnectionOptions = {}) {
     // Resolved late: apps build clients at import time, before a test's before() hook has started
     // the emulator and set QUAYSIDE_URL / QUAYSIDE_TOKEN.
-    // Only the types are checked here (the values are read at each dial): a number for a URL must
-    // fail as a bad argument, not as a TypeError from deep inside the first call.
-    for (const k of ['url', 'token'] as const) {
-      const v = opts[k] as unknown;
-      if (v !== undefined && v !== null && typeof v !== 'string') throw new QuaysideError('invalid_argument', `${k} must be a string, got a ${typeof v}`);
-      // An empty one is a mistake (an unset variable read into it), not "no token": said now, not as a 401 later.
-      if (v === '') throw new QuaysideError('invalid_argument', `${k} must not be empty; leave it out to use QUAYSIDE_${k.toUpperCase()} (or the default)`);
-    }
+    checkConnectionOptions(opts);
     this.urlOpt = opts.url ?? undefined;
     this.tokenOpt = opts.token ?? undefined;
     this.clientName = opts.client ?? 'quayside-client';

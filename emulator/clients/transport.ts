@@ -54,6 +54,20 @@ export function resolveUrl(url?: string): string {
   return out;
 }
 
+/**
+ * The types of `url` and `token` as given (their values are read at each dial): a number for a URL
+ * must fail as a bad argument, not as a TypeError from deep inside the first call. The in-memory
+ * sync checks them the same way, though it uses neither, so one options object fails alike in both.
+ */
+export function checkConnectionOptions(opts: { url?: unknown; token?: unknown } | null | undefined): void {
+  for (const k of ['url', 'token'] as const) {
+    const v = opts?.[k];
+    if (v !== undefined && v !== null && typeof v !== 'string') throw new QuaysideError('invalid_argument', `${k} must be a string, got a ${typeof v}`);
+    // An empty one is a mistake (an unset variable read into it), not "no token": said now, not as a 401 later.
+    if (v === '') throw new QuaysideError('invalid_argument', `${k} must not be empty; leave it out to use QUAYSIDE_${k.toUpperCase()} (or the default)`);
+  }
+}
+
 export function resolveToken(token?: string): string | undefined {
   return token ?? (process.env.QUAYSIDE_TOKEN || undefined);
 }

@@ -4,7 +4,7 @@ import { Store } from '../store/store';
 import { Session, dispatch, endSession } from '../server/dispatch';
 import { QuaysideError } from '../errors';
 import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
-import { encodeRequest, type RequestOptions, type Transport } from '../clients/transport';
+import { checkConnectionOptions, encodeRequest, type RequestOptions, type Transport } from '../clients/transport';
 import { HandleTransport } from '../clients/handle-transport';
 import { abortError } from '../clients/abort';
 import { Slots, mayBeHeld } from '../clients/slots';
@@ -171,7 +171,10 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
     engine,
     // Each handle gets its own view of the one session, so its close() ends only its own calls, as
     // each quayside/sync handle closes only its own connection; a handle never closed holds nothing.
-    queue: <T>(o: SyncQueueOptions<T> & ConnectionOptionsUnused) => syncQueueOver(new HandleTransport(transport), o, true, IGNORED_KEYS),
+    queue: <T>(o: SyncQueueOptions<T> & ConnectionOptionsUnused) => {
+      checkConnectionOptions(o);
+      return syncQueueOver(new HandleTransport(transport), o, true, IGNORED_KEYS);
+    },
     async close() {
       if (closed) return;
       closed = true;
@@ -253,6 +256,7 @@ export function queue<T = unknown>(opts: MemoryQueueOptions<T>): SyncQueue<T> {
     opts = rest;
   }
   // `memory` was taken off above; it is named so that a refusal lists it among the keys taken.
+  checkConnectionOptions(opts);
   return syncQueueOver(new HandleTransport(sharedTransport), opts, true, [...IGNORED_KEYS, 'memory']);
 }
 

@@ -555,3 +555,22 @@ describe('conformance: sync — createMemoryQueues options', () => {
     void ok.close();
   });
 });
+
+describe('conformance: sync — url and token, used or not, are checked alike', () => {
+  it('a url or token that is not a non-empty string is invalid_argument from quayside/sync and quayside/sync/memory', async () => {
+    const mq = memory.createMemoryQueues();
+    try {
+      for (const bad of [{ url: '' }, { url: 5 }, { token: {} }, { token: '' }]) {
+        for (const [name, make] of [['sync', remote.queue], ['memory', memory.queue], ['createMemoryQueues', mq.queue]] as const) {
+          assert.throws(() => make({ id: 'q', ...bad } as never), (e: { code?: string }) => e.code === 'invalid_argument', `${name} ${JSON.stringify(bad)}`);
+        }
+      }
+      // Accepted (and unused) in memory: one options object serves either import.
+      const q = memory.queue({ id: fresh('unused'), url: 'ws://127.0.0.1:1', token: 't' });
+      await q.send({ data: 1 });
+      await q.close();
+    } finally {
+      await mq.close();
+    }
+  });
+});
