@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createCache, type Cache, type CacheMessage, type CacheQueue } from '../../../emulator/clients/cache';
 import type { Connection } from '../../../emulator/clients/connection';
-import { admin, DAY, fresh, HOUR, rng, startTestEmulator } from '../support';
+import { admin, DAY, fresh, HOUR, rng, SEED_BASE, startTestEmulator } from '../support';
 
 // A seeded random walk over the cache dialect, checked step by step against a small reference
 // model written from DESIGN.md's message model and seeds/000: the emulator's whole queue (every
@@ -356,14 +356,14 @@ describe('conformance: cache, a random walk against the message model', function
 
   it(`${SEEDS} seeded walks of ${STEPS} steps: every answer and the whole queue match the model after each step`, async () => {
     await start();
-    for (let seed = 1; seed <= SEEDS; seed++) await walk(seed, false);
+    for (let seed = 1; seed <= SEEDS; seed++) await walk(SEED_BASE + seed, false);
     reachedEveryEdge();
   });
 
   it(`${RESTART_SEEDS} walks on a data directory, restarting the emulator now and then: nothing answered changes across a restart`, async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-model-'));
     await start();
-    for (let seed = 1001; seed < 1001 + RESTART_SEEDS; seed++) await walk(seed, true);
+    for (let seed = 1001; seed < 1001 + RESTART_SEEDS; seed++) await walk(SEED_BASE + seed, true);
     reachedEveryEdge();
     assert.ok(restartsDone >= 20, `only ${restartsDone} restarts`);
   });
