@@ -37,8 +37,7 @@ export interface BatchItem extends SendOptions {
 
 export interface EnvQueue {
   send(slug: string, body: unknown, opts?: SendOptions): Promise<{ id: string }>;
-  /** All or nothing. */
-  /** `opts.delaySeconds`: the delay of each message that does not set its own. */
+  /** All or nothing. `opts.delaySeconds`: the delay of each message that does not set its own. */
   sendBatch(slug: string, messages: BatchItem[], opts?: SendBatchOptions): Promise<{ ids: string[] }>;
 }
 
