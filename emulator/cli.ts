@@ -27,7 +27,8 @@ const USAGE = `quayside <command> [options]
   dead Q       list dead letters       --ns NAMESPACE [--limit N] [--cursor NEXT]
                                        (an env queue's failed area; NEXT: what a page prints when more follow)
   replay Q     dead letters → queue    --ns NAMESPACE [--ids a,b] [--max N]
-  purge-dead Q delete dead letters     --ns NAMESPACE [--ids a,b]
+  purge-dead Q delete dead letters     --ns NAMESPACE [--ids a,b] [--yes]
+                                       (all of them without --ids: asked first in a terminal, unless --yes)
   purge Q      delete live messages    --ns NAMESPACE --yes
   audit        replays and purges      [--ns NAMESPACE] [--limit N]
   advance MS   move a virtual clock
@@ -97,7 +98,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   export: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'search', 'format', 'out'],
   dead: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit', 'cursor'],
   replay: [...CLIENT_FLAGS, ...NS_FLAGS, 'ids', 'max'],
-  'purge-dead': [...CLIENT_FLAGS, ...NS_FLAGS, 'ids'],
+  'purge-dead': [...CLIENT_FLAGS, ...NS_FLAGS, 'ids', 'yes'],
   purge: [...CLIENT_FLAGS, ...NS_FLAGS, 'yes'],
   audit: [...CLIENT_FLAGS, ...NS_FLAGS, 'limit'],
   advance: CLIENT_FLAGS,
@@ -191,10 +192,11 @@ function morePages(page: { messages: unknown[]; next: string | null }): string {
 function statesFlag(args: Args): MessageView['state'][] | undefined {
   const v = flag(args, 'state');
   if (v === undefined) return undefined;
-  const states = v.split(',').map((x) => x.trim());
+  // `failed`: the env dialect's name for its dead messages (its failed area).
+  const states = v.split(',').map((x) => (x.trim() === 'failed' ? 'dead' : x.trim()));
   const bad = states.find((x) => !(STATES as readonly string[]).includes(x));
   if (v.trim() === '' || bad === '') throw new UsageError('--state names no state; give ready, delayed, leased or dead (comma-separated), or leave it out for the live ones');
-  if (bad !== undefined) throw new UsageError(`--state: unknown state "${bad}"; states are ${STATES.join(', ')}`);
+  if (bad !== undefined) throw new UsageError(`--state: unknown state "${bad}"; states are ${STATES.join(', ')} (failed: dead, as env calls it)`);
   return states as MessageView['state'][];
 }
 
@@ -344,8 +346,18 @@ async function start(args: Args): Promise<void> {
 
 // ------------------------------------------------------------------ client commands
 
+/**
+ * App-supplied text (a nack's error with its stack, a reason, a token's name) as one line a terminal
+ * shows as it is: control characters as escapes, so a newline cannot break a row and an escape
+ * sequence cannot clear the screen.
+ */
+function printable(v: unknown): string {
+  return String(v).replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) =>
+    c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 function table(rows: (string | number)[][], head: string[]): string {
-  const all = [head, ...rows.map((r) => r.map(String))];
+  const all = [head, ...rows.map((r) => r.map(printable))];
   const widths = head.map((_, i) => Math.max(...all.map((r) => String(r[i]).length)));
   return all.map((r) => r.map((c, i) => String(c).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
 }
@@ -396,7 +408,13 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'create': {
         const dialect = flag(args, 'dialect') ?? 'cache';
-        const q = await conn.request('queue.create', { namespace: ns(args), queue: need(args, 1, 'queue name'), dialect: dialect as 'cache' });
+        const namespace = ns(args);
+        // An env queue lives in project/environment: one made elsewhere no env client could reach.
+        if (dialect === 'env') {
+          const slash = namespace.indexOf('/');
+          if (slash <= 0 || slash === namespace.length - 1) throw new UsageError(`an env queue's namespace is <project>/<environment> (such as shop/dev), got "${namespace}"`);
+        }
+        const q = await conn.request('queue.create', { namespace, queue: need(args, 1, 'queue name'), dialect: dialect as 'cache' });
         out(q, `created ${q.dialect} queue ${q.name} in ${q.namespace} (id ${q.id})`);
         break;
       }
@@ -417,7 +435,10 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'peek': {
         const r = await conn.request('peek', { namespace: ns(args), queue: need(args, 1, 'queue name'), states: statesFlag(args), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 20, cursor: flag(args, 'cursor'), search: nonEmptyFlag(args, 'search') });
-        out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, m.state, m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']) + morePages(r));
+        // An env queue's dead messages are its failed area, and the table says so (the JSON keeps the protocol's state).
+        const failed = !asJson && r.messages.some((m: MessageView) => m.state === 'dead') && (await deadWords(conn, args, false)).startsWith('failed');
+        const state = (m: MessageView) => (failed && m.state === 'dead' ? 'failed' : m.state);
+        out(r, `${r.total} message(s)\n` + table(r.messages.map((m: MessageView) => [m.id, state(m), m.attempts, when(m.enqueuedAt), short(m.body)]), ['ID', 'STATE', 'ATTEMPTS', 'ENQUEUED', 'BODY']) + morePages(r));
         break;
       }
       case 'export': {
@@ -452,7 +473,7 @@ async function client(cmd: string, args: Args): Promise<void> {
           ['lease until', when(m.leaseUntil)], ['dedupe key', m.dedupeKey], ['content type', m.contentType], ['attributes', m.attributes && JSON.stringify(m.attributes)],
           ['dead', m.deadAt === null ? null : `${when(m.deadAt)} (${m.deadReason})`], ['last error', m.lastError], ['size', `${m.sizeBytes} bytes`],
         ];
-        out(m, rows.filter(([, v]) => v !== null && v !== '').map(([k, v]) => `${k.padEnd(13)}${String(v)}`).join('\n') + `\nbody\n${JSON.stringify(m.body, null, 2)}`);
+        out(m, rows.filter(([, v]) => v !== null && v !== '').map(([k, v]) => `${k.padEnd(13)}${printable(v)}`).join('\n') + `\nbody\n${JSON.stringify(m.body, null, 2)}`);
         break;
       }
       case 'stats': {
@@ -477,7 +498,17 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'purge-dead': {
-        const r = await conn.request('dead.purge', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids: idsFlag(args) });
+        const queue = need(args, 1, 'queue name');
+        const ids = idsFlag(args);
+        // All of them, typed by a person: asked first. A script (no terminal) is not asked, as the
+        // seed's `tilldev cache purge-dead` is not; --yes says so in either.
+        if (!ids && args.flags.yes !== true && process.stdin.isTTY && process.stdout.isTTY && !asJson) {
+          if (!(await ask(`Delete every ${(await deadWords(conn, args, false)).replace('(s)', 's')} of ${queue} in ${ns(args)}, for good? [y/N] `))) {
+            out({ purged: 0 }, 'nothing purged');
+            break;
+          }
+        }
+        const r = await conn.request('dead.purge', { namespace: ns(args), queue, ids });
         out(r, `purged ${r.purged} ${await deadWords(conn, args, asJson)}`);
         break;
       }
@@ -514,6 +545,17 @@ async function client(cmd: string, args: Args): Promise<void> {
 }
 
 /** What a queue's dead letters are called in its product: an env queue's are its failed area. */
+/** A yes/no question on the terminal; anything but y or yes is no. */
+async function ask(question: string): Promise<boolean> {
+  const readline = require('node:readline/promises') as typeof import('node:readline/promises');
+  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
 async function deadWords(conn: ConnectionT, args: Args, asJson: boolean): Promise<string> {
   if (asJson) return ''; // not shown: no need to ask
   const q = await conn.request('queue.get', { namespace: ns(args), queue: need(args, 1, 'queue name') });

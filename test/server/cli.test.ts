@@ -422,3 +422,98 @@ describe('quayside start: its options', function () {
     assert.equal(urlHost('localhost'), 'localhost');
   });
 });
+
+describe('quayside CLI: what a person at a terminal sees', function () {
+  this.timeout(60_000);
+  let emu: VirtualEmulator;
+  let conn: string[];
+  before(async () => {
+    emu = await startEmulator({ memory: true, clock: 'virtual' });
+    conn = ['--url', emu.url, '--token', emu.token];
+  });
+  after(() => emu.close());
+
+  /** Makes `n` dead letters in ns/queue, each with `error` as its last error. */
+  async function dead(namespace: string, queue: string, dialect: 'cache' | 'env', n: number, error?: string, reason?: string): Promise<void> {
+    await emu.engine.createQueue({ namespace, queue, dialect, ifNotExists: true });
+    for (let i = 0; i < n; i++) {
+      await emu.engine.push({ namespace, queue, body: { i } });
+      const [m] = (await emu.engine.pull({ namespace, queue, max: 1 })).messages;
+      await emu.engine.nack({ receipt: m.receipt, dead: true, error, reason });
+    }
+  }
+
+  it('a last error with its stack, or escape sequences, stays on its row as escapes (dead, show)', async () => {
+    await dead('tty', 'stack', 'cache', 1, 'Error: boom\n    at handler (app.js:1:1)\u001b[2J\u0007');
+    const lines = (await run(tsx, [cli, 'dead', 'stack', '--ns', 'tty', ...conn])).stdout.trimEnd().split('\n');
+    assert.equal(lines.length, 3, 'a header and one row under the count');
+    assert.ok(lines[2].endsWith('Error: boom\\n    at handler (app.js:1:1)\\x1b[2J\\x07'), lines[2]);
+    const id = (await emu.engine.deadList({ namespace: 'tty', queue: 'stack' })).messages[0].id;
+    const shown = (await run(tsx, [cli, 'show', 'stack', id, '--ns', 'tty', ...conn])).stdout;
+    assert.match(shown, /^last error {3}Error: boom\\n {4}at handler/m);
+    assert.doesNotMatch(shown, /\u001b/);
+    // The JSON is the data as it is.
+    const json = JSON.parse((await run(tsx, [cli, 'dead', 'stack', '--ns', 'tty', ...conn, '--json'])).stdout);
+    assert.equal(json.messages[0].lastError, 'Error: boom\n    at handler (app.js:1:1)\u001b[2J\u0007');
+  });
+
+  it("peek calls an env queue's dead messages failed, and --state failed asks for them", async () => {
+    await dead('shop/dev', 'orders', 'env', 1);
+    await emu.engine.push({ namespace: 'shop/dev', queue: 'orders', body: 'live' });
+    const all = (await run(tsx, [cli, 'peek', 'orders', '--ns', 'shop/dev', '--state', 'ready,failed', ...conn])).stdout;
+    assert.match(all, /^2 message\(s\)$/m);
+    assert.match(all, /^m_\d+\s+failed\s+1\s/m);
+    assert.match(all, /^m_\d+\s+ready\s+0\s/m);
+    const json = JSON.parse((await run(tsx, [cli, 'peek', 'orders', '--ns', 'shop/dev', '--state', 'failed', ...conn, '--json'])).stdout);
+    assert.deepEqual(json.messages.map((m: { state: string }) => m.state), ['dead'], 'the JSON keeps the protocol state');
+  });
+
+  it('create --dialect env needs a project/environment namespace; anything else is a usage error that creates nothing', async () => {
+    for (const ns of ['dev', '/dev', 'shop/']) {
+      const e = await fails(run(tsx, [cli, 'create', 'c1', '--ns', ns, '--dialect', 'env', ...conn]));
+      assert.equal(e?.code, 64, ns);
+      assert.match(e!.stderr, /<project>\/<environment>/);
+    }
+    assert.deepEqual((await emu.engine.listQueues({})).queues.filter((q) => q.name === 'c1'), []);
+    await run(tsx, [cli, 'create', 'c1', '--ns', 'shop/staging', '--dialect', 'env', ...conn]);
+    const res = await fetch(`${emu.httpUrl}/v1/queues?project=shop&environment=staging`, { headers: { authorization: `Bearer ${emu.token}` } });
+    assert.deepEqual(((await res.json()) as { queues: { slug: string }[] }).queues.map((q) => q.slug), ['c1'], 'reachable as an env queue');
+  });
+
+  it('purge-dead of every dead letter asks first in a terminal (no: nothing purged; y: purged); --yes and a script are not asked', async () => {
+    await dead('tty', 'asked', 'cache', 3);
+    const count = async () => (await emu.engine.deadList({ namespace: 'tty', queue: 'asked' })).total;
+    const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    // `script` (util-linux, in every Debian) gives the command a terminal; the answer comes on its stdin.
+    const atTerminal = (answer: string, extra: string[] = []) =>
+      new Promise<string>((resolve, reject) => {
+        const cmd = [tsx, cli, 'purge-dead', 'asked', '--ns', 'tty', ...conn, ...extra].map(quote).join(' ');
+        const child = spawn('script', ['-qec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d;
+          if (out.includes('[y/N]')) child.stdin.end(answer + '\n');
+        });
+        const timer = setTimeout(() => child.kill(), 30_000);
+        child.on('exit', () => {
+          clearTimeout(timer);
+          resolve(out);
+        });
+        child.on('error', reject);
+        if (extra.includes('--yes')) child.stdin.end();
+      });
+    const no = await atTerminal('n');
+    assert.match(no, /Delete every dead letters? of asked in tty, for good\? \[y\/N\]/);
+    assert.match(no, /nothing purged/);
+    assert.equal(await count(), 3);
+    const yes = await atTerminal('y');
+    assert.match(yes, /purged 3 dead letter\(s\)/);
+    assert.equal(await count(), 0);
+    await dead('tty', 'asked', 'cache', 2);
+    const flagged = await atTerminal('', ['--yes']);
+    assert.doesNotMatch(flagged, /\[y\/N\]/);
+    assert.match(flagged, /purged 2 dead letter\(s\)/);
+    await dead('tty', 'asked', 'cache', 1);
+    assert.match((await run(tsx, [cli, 'purge-dead', 'asked', '--ns', 'tty', ...conn])).stdout, /^purged 1 dead letter\(s\)$/m, 'no terminal: not asked');
+  });
+});
