@@ -331,7 +331,8 @@ async function extend(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   onlyKnown(c.body, ['leaseId', 'visibilityMs']);
   const q = await queueById(c, m[1]);
   if (typeof c.body.leaseId !== 'string') throw invalid('leaseId must be a string');
-  // Left out: the queue's own visibilityMs, as a receive without one gets.
+  // Required (DESIGN's route table marks none of extend's fields optional): the new lease's length.
+  if (c.body.visibilityMs === undefined || c.body.visibilityMs === null) throw invalid('visibilityMs is required: how long the lease runs from now, in ms');
   const leaseMs = wholeNumber(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
   const r = await c.engine.extend({ ...ref(q), receipt: c.body.leaseId, leaseMs }, c.actor);
   if (!r.ok) throw new QuaysideError('conflict', 'the lease has ended, belongs to another queue or was never valid; nothing was extended');

@@ -934,9 +934,12 @@ describe('conformance: env (seeds/001)', function () {
       const again = (await api('POST', `/v1/queues/${q.id}/receive`, { max: 10 })).body.messages;
       assert.deepEqual(again.map((m: any) => [m.body, m.attempts]), [[1, 2]]);
       assert.equal((await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: a.leaseId, visibilityMs: 1000 })).status, 409);
-      // { leaseId } in acks as retries have it; extend without visibilityMs takes the queue's (30 s).
+      // { leaseId } in acks as retries have it; extend needs its visibilityMs (DESIGN lists it, not as optional).
       const d = again[0];
-      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: d.leaseId })).body, { leaseExpiresAt: emu.clock.now() + 30_000 });
+      const bare = await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: d.leaseId });
+      assert.equal(bare.status, 400);
+      assert.match(bare.body.error.message, /visibilityMs is required/);
+      assert.deepEqual((await api('POST', `/v1/queues/${q.id}/extend`, { leaseId: d.leaseId, visibilityMs: 30_000 })).body, { leaseExpiresAt: emu.clock.now() + 30_000 });
       assert.equal((await api('POST', `/v1/queues/${q.id}/ack`, { acks: [{ leaseId: d.leaseId, extra: 1 }] })).status, 400);
       assert.deepEqual((await api('POST', `/v1/queues/${q.id}/ack`, { acks: [{ leaseId: d.leaseId }] })).body, { acked: 1, retried: 0, stale: 0 });
     });

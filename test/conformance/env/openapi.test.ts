@@ -100,7 +100,7 @@ describe('conformance: env HTTP API matches docs/openapi.yaml', () => {
       const got = (await call('POST', `/v1/queues/${q.id}/receive`, { max: 2 })).body.messages;
       await call('POST', `/v1/queues/${q.id}/extend`, { leaseId: got[0].leaseId, visibilityMs: 5000 });
       await call('POST', `/v1/queues/${q.id}/ack`, { acks: [got[0].leaseId], retries: [{ leaseId: got[1].leaseId }] });
-      await call('POST', `/v1/queues/${q.id}/extend`, { leaseId: got[0].leaseId }); // 409: settled
+      await call('POST', `/v1/queues/${q.id}/extend`, { leaseId: got[0].leaseId, visibilityMs: 5000 }); // 409: settled
       await call('GET', `/v1/queues/${q.id}/messages?failed=1`);
       await call('POST', `/v1/queues/${q.id}/retry-failed`, {});
       await call('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'worker', maxBatchSize: 5 });
