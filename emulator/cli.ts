@@ -18,10 +18,10 @@ const USAGE = `quayside <command> [options]
   delete Q     delete a queue          --ns NAMESPACE --yes
   push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
                                        (BODY "-" reads stdin; attributes are kept and shown, and env consumers get them)
-  peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead] [--limit N] [--cursor NEXT]
+  peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead|failed] [--limit N] [--cursor NEXT]
                                        [--search TEXT] (a case-sensitive part of the body, as the panel's filter)
   show Q ID    one message in full     --ns NAMESPACE
-  export Q     every message, as JSON  --ns NAMESPACE [--state ready,delayed,leased,dead] [--search TEXT]
+  export Q     every message, as JSON  --ns NAMESPACE [--state ready,delayed,leased,dead|failed] [--search TEXT]
                                        [--format json|ndjson] [--out FILE]
   stats Q      counts and 24 h of lag  --ns NAMESPACE
   dead Q       list dead letters       --ns NAMESPACE [--limit N] [--cursor NEXT]
@@ -195,7 +195,7 @@ function statesFlag(args: Args): MessageView['state'][] | undefined {
   // `failed`: the env dialect's name for its dead messages (its failed area).
   const states = v.split(',').map((x) => (x.trim() === 'failed' ? 'dead' : x.trim()));
   const bad = states.find((x) => !(STATES as readonly string[]).includes(x));
-  if (v.trim() === '' || bad === '') throw new UsageError('--state names no state; give ready, delayed, leased or dead (comma-separated), or leave it out for the live ones');
+  if (v.trim() === '' || bad === '') throw new UsageError('--state names no state; give ready, delayed, leased or dead (failed, as env calls it; comma-separated), or leave it out for the live ones');
   if (bad !== undefined) throw new UsageError(`--state: unknown state "${bad}"; states are ${STATES.join(', ')} (failed: dead, as env calls it)`);
   return states as MessageView['state'][];
 }
@@ -352,8 +352,22 @@ async function start(args: Args): Promise<void> {
  * sequence cannot clear the screen.
  */
 function printable(v: unknown): string {
-  return String(v).replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) =>
-    c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return String(v).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => {
+    if (c === '\n') return '\\n';
+    if (c === '\r') return '\\r';
+    if (c === '\t') return '\\t';
+    const code = c.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
+  });
+}
+
+/**
+ * A body as indented JSON for a terminal. JSON escapes C0 controls but leaves C1 controls (U+009B
+ * starts an escape sequence on some terminals), line separators and bidi overrides as they are:
+ * those are written as JSON escapes, so the text is still the body's JSON.
+ */
+function printableJson(v: unknown): string {
+  return JSON.stringify(v, null, 2).replace(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function table(rows: (string | number)[][], head: string[]): string {
@@ -411,8 +425,14 @@ async function client(cmd: string, args: Args): Promise<void> {
         const namespace = ns(args);
         // An env queue lives in project/environment: one made elsewhere no env client could reach.
         if (dialect === 'env') {
+          const { envNamespace } = require('./http/env-naming') as typeof import('./http/env-naming');
           const slash = namespace.indexOf('/');
           if (slash <= 0 || slash === namespace.length - 1) throw new UsageError(`an env queue's namespace is <project>/<environment> (such as shop/dev), got "${namespace}"`);
+          try {
+            envNamespace(namespace.slice(0, slash), namespace.slice(slash + 1)); // the API's own rules for each part
+          } catch (e) {
+            throw new UsageError(`--ns for an env queue: ${(e as Error).message}`);
+          }
         }
         const q = await conn.request('queue.create', { namespace, queue: need(args, 1, 'queue name'), dialect: dialect as 'cache' });
         out(q, `created ${q.dialect} queue ${q.name} in ${q.namespace} (id ${q.id})`);
@@ -473,7 +493,7 @@ async function client(cmd: string, args: Args): Promise<void> {
           ['lease until', when(m.leaseUntil)], ['dedupe key', m.dedupeKey], ['content type', m.contentType], ['attributes', m.attributes && JSON.stringify(m.attributes)],
           ['dead', m.deadAt === null ? null : `${when(m.deadAt)} (${m.deadReason})`], ['last error', m.lastError], ['size', `${m.sizeBytes} bytes`],
         ];
-        out(m, rows.filter(([, v]) => v !== null && v !== '').map(([k, v]) => `${k.padEnd(13)}${printable(v)}`).join('\n') + `\nbody\n${JSON.stringify(m.body, null, 2)}`);
+        out(m, rows.filter(([, v]) => v !== null && v !== '').map(([k, v]) => `${k.padEnd(13)}${printable(v)}`).join('\n') + `\nbody\n${printableJson(m.body)}`);
         break;
       }
       case 'stats': {
@@ -500,10 +520,14 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'purge-dead': {
         const queue = need(args, 1, 'queue name');
         const ids = idsFlag(args);
-        // All of them, typed by a person: asked first. A script (no terminal) is not asked, as the
-        // seed's `tilldev cache purge-dead` is not; --yes says so in either.
-        if (!ids && args.flags.yes !== true && process.stdin.isTTY && process.stdout.isTTY && !asJson) {
-          if (!(await ask(`Delete every ${(await deadWords(conn, args, false)).replace('(s)', 's')} of ${queue} in ${ns(args)}, for good? [y/N] `))) {
+        // All of them, typed by a person: asked first (on stderr, so --json output stays clean). A
+        // script (no terminal) is not asked, as the seed's `tilldev cache purge-dead` is not; --yes
+        // says so in either.
+        if (!ids && args.flags.yes !== true && process.stdin.isTTY && process.stderr.isTTY) {
+          const q = await conn.request('queue.get', { namespace: ns(args), queue });
+          const what = q.dialect === 'env' ? 'failed message' : 'dead letter';
+          const n = q.counts.dead;
+          if (!(await ask(`Delete ${n === 1 ? `the 1 ${what}` : `all ${n} ${what}s`} of ${queue} in ${ns(args)}, for good? [y/N] `))) {
             out({ purged: 0 }, 'nothing purged');
             break;
           }
@@ -544,18 +568,22 @@ async function client(cmd: string, args: Args): Promise<void> {
   }
 }
 
-/** What a queue's dead letters are called in its product: an env queue's are its failed area. */
-/** A yes/no question on the terminal; anything but y or yes is no. */
+/** A yes/no question on the terminal (on stderr); anything but y or yes is no, and so are Ctrl-C and Ctrl-D. */
 async function ask(question: string): Promise<boolean> {
   const readline = require('node:readline/promises') as typeof import('node:readline/promises');
-  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+  // Ctrl-D ends the input and Ctrl-C closes it: the question then has no answer, which is no.
+  const closed = new Promise<string>((resolve) => rl.once('close', () => resolve('')));
+  rl.once('SIGINT', () => rl.close());
+  const answer = rl.question(question).catch(() => ''); // a closed interface rejects it
   try {
-    return /^y(es)?$/i.test((await rl.question(question)).trim());
+    return /^y(es)?$/i.test((await Promise.race([answer, closed])).trim());
   } finally {
     rl.close();
   }
 }
 
+/** What a queue's dead letters are called in its product: an env queue's are its failed area. */
 async function deadWords(conn: ConnectionT, args: Args, asJson: boolean): Promise<string> {
   if (asJson) return ''; // not shown: no need to ask
   const q = await conn.request('queue.get', { namespace: ns(args), queue: need(args, 1, 'queue name') });

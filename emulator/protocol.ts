@@ -485,12 +485,6 @@ export const LIMITS = {
 };
 
 /**
- * A `sync` queue's default `payloadBytes` (DESIGN.md): the engine's preset, and what the sync face
- * checks a first send against before it makes the queue, so a refused send makes nothing.
- */
-export const SYNC_PAYLOAD_BYTES = 131072;
-
-/**
  * The UTF-8 bytes of a `sync` message as the library stores it, `{"data":…,"attempt":0,
  * "orderingKey":…,"meta":…,"enqueuedAt":…}`: the envelope its `payloadBytes` limit is on (DESIGN.md).
  * Shared by the engine and the sync face's own check, so both count the same bytes.

@@ -31,10 +31,10 @@ function duration(v: unknown, name: string, opts: { min?: number; max?: number }
   if (!Number.isFinite(v)) throw invalidArg(`${name} must be finite, got ${v}`, { field: name });
   if (v < 0) throw invalidArg(`${name} must not be negative, got ${v}`, { field: name });
   const ms = Math.round(v * msPerUnit);
-  // Finite in its unit but not in milliseconds (1e306 seconds): the engine would say delayMs.
-  if (!Number.isSafeInteger(ms)) throw invalidArg(`${name} is too large, got ${v}`, { field: name });
   if (ms < Math.round(min * msPerUnit)) throw invalidArg(`${name} must be at least ${min} ${unit}, got ${v}`, { field: name });
   if (opts.max !== undefined && ms > Math.round(opts.max * msPerUnit)) throw invalidArg(`${name} must be at most ${opts.max} ${unit}, got ${v}`, { field: name });
+  // Finite in its unit but not in milliseconds (1e306 seconds), with no bound of its own here: the engine would say delayMs.
+  if (!Number.isSafeInteger(ms)) throw invalidArg(`${name} is too large, got ${v}`, { field: name });
   return ms;
 }
 

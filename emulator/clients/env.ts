@@ -142,7 +142,8 @@ export function envQueueOver(transport: () => Transport, namespace: string): Env
       const q = slugArg(slug);
       if (!Array.isArray(messages)) throw invalidArg('sendBatch(slug, messages) needs an array of { body, … }');
       if (messages.length === 0) throw invalidArg('sendBatch needs at least one message');
-      // The product's batch option: a misspelt one would otherwise send every message at once.
+      // A batch-wide delay (beyond the seed, which shows per-message ones); refused when misspelt,
+      // since a misspelt one would otherwise send every message at once.
       const o = options(given, 'sendBatch', ['delaySeconds']);
       const batchDelayMs = optSeconds(o.delaySeconds, 'sendBatch delaySeconds', { max: MAX_DELAY_S });
       const inputs = messages.map((m, i) => {

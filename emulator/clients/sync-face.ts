@@ -1,6 +1,6 @@
 import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
-import { LIMITS, SYNC_PAYLOAD_BYTES, nameProblem, syncEnvelopeBytes } from '../protocol';
+import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import { argsJson, type Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, asJsonTop, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
 import { DEFAULT_PREFIX, checkOrdering, syncNamespace, syncPolicy, type SyncDelivery, type SyncLimits, type SyncSettings } from './policies';
@@ -307,20 +307,6 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
   }
 
   /**
-   * Before the first use of a queue, a message over the default payloadBytes: the queue's stored
-   * limit (another handle may have raised it) decides, or the default for a queue not made yet.
-   */
-  async function refuseOversize(s: Site, size: number): Promise<void> {
-    let limit = SYNC_PAYLOAD_BYTES;
-    try {
-      limit = (await transport.request('queue.get', s.ref)).policy.maxPayloadBytes;
-    } catch (e) {
-      if (!isCode(e, 'not_found')) throw e;
-    }
-    if (size > limit) throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over the queue's payloadBytes (${limit})`, { details: { size, limit } });
-  }
-
-  /**
    * Runs the product operation `op` on the queue; a queue that vanished (a restarted in-memory
    * emulator) is made again. Its errors are told in the product's words (see productError).
    */
@@ -530,8 +516,9 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       const orderingKey = optKey(o.orderingKey, 'orderingKey');
       const s = site(o.tenantId);
       const args = { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta };
-      // A send refused for its data must not have made or configured the queue (first use does,
-      // before the push): what JSON cannot carry, and a size over the limit, are refused first.
+      // Data JSON cannot carry is refused before the first use sets up the queue (creates it, writes
+      // this handle's settings), so such a send changes nothing. Synchronous: calls made together
+      // still reach the emulator in the order they were made.
       if (!s.ready) {
         try {
           argsJson('push', args);
@@ -540,17 +527,14 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
         }
       }
       const mine = own.maxPayloadBytes;
-      if (mine !== undefined || !s.ready) {
+      if (mine !== undefined) {
         let size = 0;
         try {
           size = envelopeBytes(o.data, o.meta, orderingKey);
         } catch {
           // not JSON-serialisable: the request's encoding names the field
         }
-        if (mine !== undefined && size > mine) {
-          throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${mine})`, { details: { size, limit: mine } });
-        }
-        if (mine === undefined && size > SYNC_PAYLOAD_BYTES) await refuseOversize(s, size);
+        if (size > mine) throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${mine})`, { details: { size, limit: mine } });
       }
       try {
         const r = await onQueue(s, 'send', () => transport.request('push', args), true);

@@ -1,5 +1,5 @@
 import { Connection } from './connection';
-import type { Transport } from './transport';
+import { checkConnectionOptions, type Transport } from './transport';
 import { optTransport } from './common';
 import { HandleTransport } from './handle-transport';
 import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from './sync-face';
@@ -24,6 +24,8 @@ export interface SyncConnectOptions<T = unknown> extends SyncQueueOptions<T> {
  */
 export function queue<T = unknown>(opts: SyncConnectOptions<T>): SyncQueue<T> {
   // The handle's own view of a shared transport, so its close() ends its own recv and streams.
+  // Checked even beside a transport that makes them unused, as quayside/sync/memory checks them.
+  checkConnectionOptions(opts);
   const given = optTransport(opts?.transport);
   if (given) return syncQueueOver(new HandleTransport(given), opts, true, CONNECT_KEYS);
   const conn = new Connection({ url: opts?.url, token: opts?.token, client: 'quayside-sync' });

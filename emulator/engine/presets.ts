@@ -1,4 +1,4 @@
-import { LIMITS, SYNC_PAYLOAD_BYTES, type ConsumerSettings, type Dialect, type QueuePolicy } from '../protocol';
+import { LIMITS, type ConsumerSettings, type Dialect, type QueuePolicy } from '../protocol';
 import { invalid } from '../errors';
 import { describe, str } from './validate';
 
@@ -49,7 +49,7 @@ export const PRESETS: Record<Dialect, QueuePolicy> = {
     maxMessageAgeMs: 7 * DAY,
     onMaxAge: 'dead',
     dedupeTtlMs: 7 * DAY,
-    maxPayloadBytes: SYNC_PAYLOAD_BYTES,
+    maxPayloadBytes: 131072,
     maxDepth: null,
     maxBytes: null,
     maxNackDelayMs: 7 * DAY,

@@ -9,7 +9,15 @@ export { rng } from '../../scripts/seeded-random';
  * Added to every seed of the model walks: 0 in CI, so a run is repeatable; set
  * QUAYSIDE_TEST_SEED_BASE to walk other seeds (docs/reliability.md, section 5).
  */
-export const SEED_BASE = Number(process.env.QUAYSIDE_TEST_SEED_BASE ?? 0) || 0;
+export const SEED_BASE = seedBase(process.env.QUAYSIDE_TEST_SEED_BASE);
+
+function seedBase(v: string | undefined): number {
+  if (v === undefined || v === '' || v === '0') return 0;
+  const n = Number(v);
+  // The generator takes the seed as 32 bits: a larger one (or a fraction) would wrap onto CI's seeds.
+  if (!Number.isInteger(n) || n < 1 || n > 2 ** 31 - 1_000_000) throw new Error(`QUAYSIDE_TEST_SEED_BASE must be a whole number from 1 to ${2 ** 31 - 1_000_000}, got "${v}"`);
+  return n;
+}
 
 /**
  * Each edge a model walk counts must have been reached at least 3 times, so a change to the

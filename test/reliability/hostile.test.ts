@@ -520,11 +520,14 @@ describe('reliability: hostile and broken input', function () {
   });
 
   it('random HTTP requests with a read-write token: never a 5xx; a refused one is coded and changes nothing', async () => {
-    // Placeholders are filled in at run time, so requests reach a live queue, lease and slug often
-    // enough to get past the first check; a DELETE that succeeds makes the next run create another.
-    const auth = { authorization: `Bearer ${emu.token}` };
+    // Its own emulator, as above. Placeholders are filled in at run time, so requests reach a live
+    // queue, lease and slug often enough to get past the first check; a DELETE that succeeds makes
+    // the next run create another.
+    const own = await startEmulator({ port: 0, memory: true, clock: 'virtual' });
+    const ownDigest = () => storeDigest(sqliteOf(own));
+    const auth = { authorization: `Bearer ${own.token}` };
     const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${emu.httpUrl}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${own.httpUrl}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, json: (await res.json()) as Record<string, any> };
     };
     let live = { id: '', slug: '' };
@@ -566,31 +569,34 @@ describe('reliability: hostile and broken input', function () {
     );
     let refused = 0;
     let answered = 0;
-    await fc.assert(
-      fc.asyncProperty(route, fc.option(body), async ([method, pathT], b) => {
-        const lease = (await ensureQueue()) ?? 'r_0_0';
-        const fill = (s: string) => s.replaceAll('$Q', live.id).replaceAll('$SLUG', live.slug).replaceAll('$LEASE', lease);
-        const path = fill(pathT);
-        const text = b === null || method === 'GET' || method === 'DELETE' ? undefined : fill(JSON.stringify(b));
-        const before = digest();
-        const res = await fetch(`${emu.httpUrl}${path}`, { method, headers: auth, body: text });
-        const payload = (await res.json()) as { error?: { code: string; message: string } };
-        const what = `${method} ${path} ${String(text).slice(0, 160)}`;
-        assert.ok(res.status < 500, `${what}: ${res.status} ${JSON.stringify(payload).slice(0, 200)}`);
-        if (res.ok) {
-          answered++;
-          return;
-        }
-        refused++;
-        assert.ok(payload.error && CODES.has(payload.error.code) && payload.error.message, `${what}: ${JSON.stringify(payload).slice(0, 200)}`);
-        assert.equal(res.status, HTTP_STATUS[payload.error.code as keyof typeof HTTP_STATUS], what);
-        assert.equal(digest(), before, `${what}: refused with ${payload.error.code} but the store changed`);
-      }),
-      { numRuns: 400 },
-    );
+    try {
+      await fc.assert(
+        fc.asyncProperty(route, fc.option(body), async ([method, pathT], b) => {
+          const lease = (await ensureQueue()) ?? 'r_0_0';
+          const fill = (s: string) => s.replaceAll('$Q', live.id).replaceAll('$SLUG', live.slug).replaceAll('$LEASE', lease);
+          const path = fill(pathT);
+          const text = b === null || method === 'GET' || method === 'DELETE' ? undefined : fill(JSON.stringify(b));
+          const before = ownDigest();
+          const res = await fetch(`${own.httpUrl}${path}`, { method, headers: auth, body: text });
+          const payload = (await res.json()) as { error?: { code: string; message: string } };
+          const what = `${method} ${path} ${String(text).slice(0, 160)}`;
+          assert.ok(res.status < 500, `${what}: ${res.status} ${JSON.stringify(payload).slice(0, 200)}`);
+          if (res.ok) {
+            answered++;
+            return;
+          }
+          refused++;
+          assert.ok(payload.error && CODES.has(payload.error.code) && payload.error.message, `${what}: ${JSON.stringify(payload).slice(0, 200)}`);
+          assert.equal(res.status, HTTP_STATUS[payload.error.code as keyof typeof HTTP_STATUS], what);
+          assert.equal(ownDigest(), before, `${what}: refused with ${payload.error.code} but the store changed`);
+        }),
+        { numRuns: 400 },
+      );
+    } finally {
+      await own.close();
+    }
     // Both kinds must be common, or the property tests little.
     assert.ok(refused >= 50 && answered >= 50, `refused ${refused}, answered ${answered}`);
-    await othersFine();
   });
 
   it('memory stays bounded across thousands of broken frames and repeated oversized ones', async () => {

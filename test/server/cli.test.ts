@@ -452,6 +452,14 @@ describe('quayside CLI: what a person at a terminal sees', function () {
     const shown = (await run(tsx, [cli, 'show', 'stack', id, '--ns', 'tty', ...conn])).stdout;
     assert.match(shown, /^last error {3}Error: boom\\n {4}at handler/m);
     assert.doesNotMatch(shown, /\u001b/);
+    // C1 controls (U+009B opens an escape sequence on some terminals) and bidi overrides, in a body
+    // and in app text: escaped too, the body still as JSON.
+    await emu.engine.push({ namespace: 'tty', queue: 'c1', body: { s: 'a\u009b2Jb\u202e' }, dedupeKey: 'k\u202ex', create: 'cache' });
+    const c1 = (await emu.engine.peek({ namespace: 'tty', queue: 'c1' })).messages[0].id;
+    const c1Shown = (await run(tsx, [cli, 'show', 'c1', c1, '--ns', 'tty', ...conn])).stdout;
+    assert.doesNotMatch(c1Shown, /[\u009b\u202e]/);
+    assert.match(c1Shown, /^dedupe key {3}k\\u202ex$/m);
+    assert.deepEqual(JSON.parse(c1Shown.slice(c1Shown.indexOf('\nbody\n') + 6)), { s: 'a\u009b2Jb\u202e' });
     // The JSON is the data as it is.
     const json = JSON.parse((await run(tsx, [cli, 'dead', 'stack', '--ns', 'tty', ...conn, '--json'])).stdout);
     assert.equal(json.messages[0].lastError, 'Error: boom\n    at handler (app.js:1:1)\u001b[2J\u0007');
@@ -492,7 +500,8 @@ describe('quayside CLI: what a person at a terminal sees', function () {
         let out = '';
         child.stdout.on('data', (d: Buffer) => {
           out += d;
-          if (out.includes('[y/N]')) child.stdin.end(answer + '\n');
+          // \x04 is Ctrl-D at a terminal: the input ends with no answer.
+          if (out.includes('[y/N]')) child.stdin.end(answer === '\x04' ? answer : answer + '\n');
         });
         const timer = setTimeout(() => child.kill(), 30_000);
         child.on('exit', () => {
@@ -503,8 +512,17 @@ describe('quayside CLI: what a person at a terminal sees', function () {
         if (extra.includes('--yes')) child.stdin.end();
       });
     const no = await atTerminal('n');
-    assert.match(no, /Delete every dead letters? of asked in tty, for good\? \[y\/N\]/);
+    assert.match(no, /Delete all 3 dead letters of asked in tty, for good\? \[y\/N\]/);
     assert.match(no, /nothing purged/);
+    assert.equal(await count(), 3);
+    const eof = await atTerminal('\x04');
+    assert.match(eof, /nothing purged/, 'Ctrl-D is no');
+    assert.doesNotMatch(eof, /Error|ABORT/);
+    assert.equal(await count(), 3);
+    // --json at a terminal is still a person typing: asked too (the question is on stderr).
+    const json = await atTerminal('n', ['--json']);
+    assert.match(json, /\[y\/N\]/);
+    assert.match(json, /"purged": 0/);
     assert.equal(await count(), 3);
     const yes = await atTerminal('y');
     assert.match(yes, /purged 3 dead letter\(s\)/);
