@@ -57,7 +57,7 @@ async function seed(dataDir: string): Promise<{ retried: string; invalid: string
     // The queues of the tree picture.
     await c.request('queue.create', { namespace: 'shop', queue: 'orders', dialect: 'cache' });
     await c.request('queue.create', { namespace: 'shop', queue: 'emails', dialect: 'cache' });
-    await c.request('queue.create', { namespace: 'acme:staging', queue: 'thumbnails', dialect: 'env' });
+    await c.request('queue.create', { namespace: 'acme/staging', queue: 'thumbnails', dialect: 'env' });
     await c.request('queue.create', { namespace: 'tenant-42', queue: 'webhooks', dialect: 'sync' });
     const { token: oncallToken } = await c.request('token.create', { access: 'readwrite', name: 'oncall' });
     const oncall = (oncallConnection = new Connection({ url: emu.url, token: oncallToken }));
@@ -167,7 +167,7 @@ async function seed(dataDir: string): Promise<{ retried: string; invalid: string
     for (let i = 1; i <= 3; i++) await c.request('push', { namespace: 'shop', queue: 'emails', body: { to: `user${i}@example.com`, template: 'welcome' } });
     const { messages } = await c.request('pull', { namespace: 'shop', queue: 'emails', max: 2 });
     for (const m of messages) await c.request('nack', { receipt: m.receipt, dead: true, error: 'SMTP 550 mailbox unavailable' });
-    await c.request('push', { namespace: 'acme:staging', queue: 'thumbnails', body: { image: 'cat.png', sizes: [64, 128] } });
+    await c.request('push', { namespace: 'acme/staging', queue: 'thumbnails', body: { image: 'cat.png', sizes: [64, 128] } });
     const stats = await c.request('stats', orders);
     console.log(`seeded shop/orders: ${orderNo - firstOrder} orders, now ${JSON.stringify(stats.counts)}; the virtual clock ends ${Math.round((Date.now() - clock.now()) / 1000)} s before the real now`);
     const ids = (f: Fate) => [...fates].filter(([, x]) => x === f).map(([id]) => id);

@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { resolveUrl } from '../../emulator/clients/transport';
 import { QuaysideError } from '../../emulator/errors';
 import type { Dialect, MessageView, PushInput, QueueRef } from '../../emulator/protocol';
-import { DIALECTS, isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../core/args';
+import { DIALECTS, envNamespaceProblem, isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../core/args';
 import { advanceProblem, formatDuration, parseDuration } from '../core/duration';
 import { toggleAction, type Snapshot } from '../core/lifecycle';
 import type { EmulatorService } from '../core/service';
@@ -235,7 +235,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         const pick: NamespaceItem | undefined = namespaces.length ? await pickNamespace(namespaces, title) : { label: NEW_NAMESPACE_LABEL, ask: true };
         if (!pick) return;
         namespace = pick.ask
-          ? await vscode.window.showInputBox({ title, prompt: 'The namespace (cache namespace, env project:environment, sync tenant)', value: 'default', validateInput: (s) => validateName(s, 'namespace') })
+          ? await vscode.window.showInputBox({ title, prompt: 'The namespace (a cache namespace, an env project/environment such as shop/dev, a sync tenant)', value: 'default', validateInput: (s) => validateName(s, 'namespace') })
           : (pick.create ?? pick.namespace);
         if (!namespace) return;
       }
@@ -254,6 +254,12 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         dialect = picked?.label as Dialect | undefined;
       }
       if (!dialect || !DIALECTS.includes(dialect)) return;
+      const envProblem = dialect === 'env' ? envNamespaceProblem(namespace) : undefined;
+      if (envProblem) {
+        if (isProgrammatic(arg)) throw new Error(envProblem);
+        void vscode.window.showErrorMessage(`Quayside: ${envProblem}.`);
+        return;
+      }
       const q = await t.request('queue.create', { namespace: namespace.trim(), queue: name.trim(), dialect, ...(a.policy ? { policy: a.policy } : {}) });
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: created ${dialect} queue ${q.namespace}/${q.name}.`);
       return q;

@@ -79,8 +79,17 @@ export function validateName(s: string, what: 'namespace' | 'queue'): string | u
   const t = s.trim();
   if (!t) return `A ${what} name is needed`;
   if (t.length > 200) return `That ${what} name is too long`;
-  if (/[\s/\\]/.test(t)) return `A ${what} name has no spaces or slashes`;
+  if (what === 'queue' && /[\s/\\]/.test(t)) return 'A queue name has no spaces or slashes';
+  if (/[\s\\]/.test(t)) return 'A namespace name has no spaces or backslashes';
+  // One slash, between two parts: how an env queue's project/environment is written (shop/dev).
+  if (t.includes('/') && !/^[^/]+\/[^/]+$/.test(t)) return 'A namespace has at most one slash, between a project and an environment (shop/dev)';
   return undefined;
+}
+
+/** Why `namespace` cannot hold an env queue (env clients reach project/environment only), or undefined. */
+export function envNamespaceProblem(namespace: string): string | undefined {
+  if (/^[^/]+\/[^/]+$/.test(namespace.trim())) return undefined;
+  return `An env queue's namespace is <project>/<environment>, such as shop/dev; "${namespace.trim()}" is not, and env.queue could not reach a queue there`;
 }
 
 /** Parse a JSON body typed by a user; a message that says where it broke. */

@@ -54,17 +54,17 @@ describe('Quayside extension in VS Code', function () {
   let pid = 0;
 
   const root = () => api.tree.getChildren();
-  const queueNode = async (): Promise<TreeNode | undefined> => {
-    const ns = (await root()).find((n) => n.kind === 'namespace' && n.namespace === NS);
+  const queueNode = async (namespace = NS): Promise<TreeNode | undefined> => {
+    const ns = (await root()).find((n) => n.kind === 'namespace' && n.namespace === namespace);
     if (!ns) return undefined;
     return (await api.tree.getChildren(ns)).find((n) => n.kind === 'queue' && n.queue === Q);
   };
-  const description = async () => {
-    const q = await queueNode();
+  const description = async (namespace = NS) => {
+    const q = await queueNode(namespace);
     return q ? String(api.tree.getTreeItem(q).description ?? '') : '';
   };
-  const folders = async () => {
-    const q = await queueNode();
+  const folders = async (namespace = NS) => {
+    const q = await queueNode(namespace);
     assert.ok(q, 'the queue is in the tree');
     return api.tree.getChildren(q);
   };
@@ -330,14 +330,17 @@ describe('Quayside extension in VS Code', function () {
     assert.equal(snap.state, 'running');
     assert.equal(snap.endpoint?.clock, 'virtual');
     pid = snap.endpoint!.pid!;
-    await vscode.commands.executeCommand('quayside.createQueue', { namespace: NS, queue: Q, dialect: 'env' });
-    const f = await until('env folders', async () => ((await queueNode()) ? folders() : undefined));
+    // An env queue lives in project/environment, where env.queue reaches it; elsewhere it is refused.
+    await assert.rejects(Promise.resolve(vscode.commands.executeCommand('quayside.createQueue', { namespace: NS, queue: Q, dialect: 'env' })), /<project>\/<environment>/);
+    const ENV_NS = `${NS}/dev`;
+    await vscode.commands.executeCommand('quayside.createQueue', { namespace: ENV_NS, queue: Q, dialect: 'env' });
+    const f = await until('env folders', async () => ((await queueNode(ENV_NS)) ? folders(ENV_NS) : undefined));
     assert.equal(api.tree.getTreeItem(f[1]).label, 'Failed', 'env queues call it Failed');
-    await vscode.commands.executeCommand('quayside.pushMessage', { namespace: NS, queue: Q, body: 'later', delayMs: 30_000 });
-    await until('1 delayed', async () => (await description()) === '0 ready · 1 delayed');
+    await vscode.commands.executeCommand('quayside.pushMessage', { namespace: ENV_NS, queue: Q, body: 'later', delayMs: 30_000 });
+    await until('1 delayed', async () => (await description(ENV_NS)) === '0 ready · 1 delayed');
     const r = (await vscode.commands.executeCommand('quayside.advanceClock', { ms: 31_000 })) as { now: number };
     assert.ok(r.now > 0);
-    await until('1 ready', async () => (await description()) === '1 ready');
+    await until('1 ready', async () => (await description(ENV_NS)) === '1 ready');
   });
 
   it('stops the emulator, leaving no process behind', async () => {

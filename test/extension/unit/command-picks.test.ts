@@ -30,10 +30,11 @@ describe('extension: command quick picks and documents', () => {
   it('Create Queue step 1: a typed name is checked as the input box checks it; a bad one cannot be accepted', () => {
     const [first] = namespaceItems(namespaces, 'acme staging');
     assert.equal(first.create, undefined);
-    assert.equal(first.error, 'A namespace name has no spaces or slashes');
+    assert.equal(first.error, 'A namespace name has no spaces or backslashes');
     assert.equal(first.alwaysShow, true);
     assert.match(first.label, /Cannot create namespace "acme staging"/);
-    assert.equal(namespaceItems(namespaces, 'a/b')[0].error, 'A namespace name has no spaces or slashes');
+    assert.equal(namespaceItems(namespaces, 'a/b')[0].create, 'a/b', "an env queue's project/environment");
+    assert.match(namespaceItems(namespaces, 'a/b/c')[0].error!, /at most one slash/);
     assert.match(namespaceItems(namespaces, 'x'.repeat(201))[0].error!, /too long/);
   });
 

@@ -1,6 +1,6 @@
 import { strict as assert } from 'assert';
 import { QuaysideError } from '../../../emulator/errors';
-import { isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
+import { envNamespaceProblem, isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
 import { batchDebounce } from '../../../src/core/debounce';
 import { advanceProblem, formatDuration, parseDuration } from '../../../src/core/duration';
 import { duration } from '../../../src/panel/webview/format';
@@ -93,6 +93,12 @@ describe('extension: command arguments', () => {
     assert.equal(validateName('jobs', 'queue'), undefined);
     assert.match(validateName(' ', 'queue')!, /needed/);
     assert.match(validateName('a b', 'namespace')!, /no spaces/);
+    // An env queue's namespace is project/environment: one slash between two parts.
+    assert.equal(validateName('shop/dev', 'namespace'), undefined);
+    for (const bad of ['/dev', 'shop/', 'a/b/c', 'a\\b']) assert.ok(validateName(bad, 'namespace'), bad);
+    assert.match(validateName('a/b', 'queue')!, /no spaces or slashes/);
+    assert.equal(envNamespaceProblem('shop/dev'), undefined);
+    assert.match(envNamespaceProblem('acme:staging')!, /<project>\/<environment>/);
     assert.deepEqual(parseJsonBody('{"a":1}'), { ok: true, value: { a: 1 } });
     assert.deepEqual(parseJsonBody('"s"'), { ok: true, value: 's' });
     const bad = parseJsonBody('{a:1}');
