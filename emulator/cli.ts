@@ -17,7 +17,8 @@ const USAGE = `quayside <command> [options]
   create Q     create a queue          --ns NAMESPACE --dialect cache|env|sync
   delete Q     delete a queue          --ns NAMESPACE --yes
   push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
-                                       (BODY "-" reads stdin; attributes are kept and shown, and env consumers get them)
+                                       (BODY "-" reads stdin; attributes are kept and shown, and env consumers get them;
+                                       a missing queue is made as a cache queue, except in a project/environment)
   peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead|failed] [--limit N] [--cursor NEXT]
                                        [--search TEXT] (a case-sensitive part of the body, as the panel's filter)
   show Q ID    one message in full     --ns NAMESPACE
@@ -449,7 +450,17 @@ async function client(cmd: string, args: Args): Promise<void> {
         const text = need(args, 2, 'BODY (JSON, or - for stdin)');
         const raw = text === '-' ? await readStdin() : text;
         const body = jsonArg(raw, 'BODY');
-        const r = await conn.request('push', { namespace: ns(args), queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), attributes: attributesFlag(args), create: 'cache' });
+        const namespace = ns(args);
+        // A missing queue is made as cache.queue().push makes one, except in a project/environment:
+        // there a cache queue would take the slug an env queue needs (env queues are created).
+        const create = namespace.includes('/') ? undefined : 'cache';
+        let r;
+        try {
+          r = await conn.request('push', { namespace, queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), attributes: attributesFlag(args), create });
+        } catch (e) {
+          if (create || !(e instanceof QuaysideError) || e.code !== 'not_found') throw e;
+          throw new QuaysideError('not_found', `${e.message}; an env queue is created first: quayside create ${queue} --ns ${namespace} --dialect env`, { details: e.details });
+        }
         out(r, r.deduped ? `deduped: ${r.id} already holds that key` : `pushed ${r.id}`);
         break;
       }

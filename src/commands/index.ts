@@ -18,7 +18,7 @@ import type { QueueTreeProvider } from '../tree/provider';
 import { confirm, pickMessage, pickNamespace, pickQueue, withProgress, withStatusProgress } from './ui';
 import { NEW_NAMESPACE_LABEL, deadLetterItem, messagePickHint, type NamespaceItem } from './picks';
 import { MESSAGE_SCHEME, messageUri, type MessageDocuments } from '../messageDocs';
-import { checkAttributes, checkDedupeKey, delayProblem } from '../panel/validate';
+import { checkAttributes, checkDedupeKey, typedDelayProblem } from '../panel/validate';
 import { isPanelTab, type ExportFormat, type PanelTab } from '../panel/messages';
 import { PanelHandler } from '../panel/handler';
 import { vscodeUi } from '../panel';
@@ -640,13 +640,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     const maxDelayMs = await t.request('queue.get', ref).then((q) => q.policy.maxDelayMs, () => undefined);
     const delay = await vscode.window.showInputBox({
       title: `${title}: delay`,
-      prompt: 'Deliver after this long (e.g. 30s, 5m, 1h); empty for now',
-      validateInput: (s) => {
-        if (!s.trim()) return undefined;
-        const ms = parseDuration(s);
-        if (ms === undefined) return 'A duration such as 30s, 5m, 1h or 1500 (ms); empty for none';
-        return delayProblem(ms, maxDelayMs);
-      },
+      prompt: 'Deliver after this long (e.g. 30s, 5m, 1h, 500ms); empty for now',
+      validateInput: (s) => typedDelayProblem(s, maxDelayMs),
     });
     if (delay === undefined) return undefined;
     const key = await vscode.window.showInputBox({ title: `${title}: dedupe key`, prompt: 'A dedupe key; empty for none', validateInput: (s) => checkDedupeKey(s.trim()) });

@@ -80,16 +80,25 @@ export function validateName(s: string, what: 'namespace' | 'queue'): string | u
   if (!t) return `A ${what} name is needed`;
   if (t.length > 200) return `That ${what} name is too long`;
   if (what === 'queue' && /[\s/\\]/.test(t)) return 'A queue name has no spaces or slashes';
+  // A namespace may hold slashes: an env queue's is its project/environment (shop/dev).
   if (/[\s\\]/.test(t)) return 'A namespace name has no spaces or backslashes';
-  // One slash, between two parts: how an env queue's project/environment is written (shop/dev).
-  if (t.includes('/') && !/^[^/]+\/[^/]+$/.test(t)) return 'A namespace has at most one slash, between a project and an environment (shop/dev)';
   return undefined;
 }
 
-/** Why `namespace` cannot hold an env queue (env clients reach project/environment only), or undefined. */
+/** The env product's bounds on a project and an environment (emulator/http/env-naming.ts). */
+const ENV_SCOPE_CHARS = 100;
+
+/**
+ * Why `namespace` cannot hold an env queue, or undefined: env clients reach `<project>/<environment>`
+ * only, the project without a slash and each part 1 to 100 characters, as env.queue checks them.
+ */
 export function envNamespaceProblem(namespace: string): string | undefined {
-  if (/^[^/]+\/[^/]+$/.test(namespace.trim())) return undefined;
-  return `An env queue's namespace is <project>/<environment>, such as shop/dev; "${namespace.trim()}" is not, and env.queue could not reach a queue there`;
+  const ns = namespace.trim();
+  const slash = ns.indexOf('/');
+  const project = slash < 0 ? '' : ns.slice(0, slash);
+  const environment = slash < 0 ? '' : ns.slice(slash + 1);
+  if (project && environment && project.length <= ENV_SCOPE_CHARS && environment.length <= ENV_SCOPE_CHARS) return undefined;
+  return `An env queue's namespace is <project>/<environment> (each 1 to ${ENV_SCOPE_CHARS} characters), such as shop/dev; "${ns.length > 60 ? ns.slice(0, 60) + '…' : ns}" is not, and env.queue could not reach a queue there`;
 }
 
 /** Parse a JSON body typed by a user; a message that says where it broke. */

@@ -1,7 +1,7 @@
 // Checking the push form: shared by the webview (to show errors before sending) and the host
 // (which never trusts the webview). Pure functions, no Node, no DOM.
 
-import { formatDuration } from '../core/duration';
+import { formatDuration, parseDuration } from '../core/duration';
 import { MAX_PUSH_COUNT, type PushForm } from './messages';
 
 export interface JsonCheck {
@@ -160,6 +160,18 @@ export type FieldErrors = Partial<Record<keyof PushForm, string>>;
 export function delayProblem(delayMs: number, maxDelayMs: number | undefined): string | undefined {
   if (maxDelayMs === undefined || delayMs <= maxDelayMs) return undefined;
   return `Delay must be at most ${(maxDelayMs / 1000).toLocaleString('en-US')} seconds (${formatDuration(maxDelayMs)}) on this queue`;
+}
+
+/**
+ * The palette's push delay as typed (empty: none). A bare number must carry a unit: it is seconds
+ * in this panel's Push tab and ms on the CLI, and the palette cannot know which was meant.
+ */
+export function typedDelayProblem(text: string, maxDelayMs: number | undefined): string | undefined {
+  if (!text.trim()) return undefined;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(text)) return `Give a unit: ${text.trim()}s or ${text.trim()}ms`;
+  const ms = parseDuration(text);
+  if (ms === undefined) return 'A duration such as 30s, 5m, 1h or 1500ms; empty for none';
+  return delayProblem(ms, maxDelayMs);
 }
 
 /** `maxDelayMs`: the queue's, when known, so a delay it would refuse is caught here. */

@@ -454,9 +454,9 @@ describe('quayside CLI: what a person at a terminal sees', function () {
     assert.doesNotMatch(shown, /\u001b/);
     // C1 controls (U+009B opens an escape sequence on some terminals) and bidi overrides, in a body
     // and in app text: escaped too, the body still as JSON.
-    await emu.engine.push({ namespace: 'tty', queue: 'c1', body: { s: 'a\u009b2Jb\u202e' }, dedupeKey: 'k\u202ex', create: 'cache' });
-    const c1 = (await emu.engine.peek({ namespace: 'tty', queue: 'c1' })).messages[0].id;
-    const c1Shown = (await run(tsx, [cli, 'show', 'c1', c1, '--ns', 'tty', ...conn])).stdout;
+    await emu.engine.push({ namespace: 'tty', queue: 'ctrl', body: { s: 'a\u009b2Jb\u202e' }, dedupeKey: 'k\u202ex', create: 'cache' });
+    const c1 = (await emu.engine.peek({ namespace: 'tty', queue: 'ctrl' })).messages[0].id;
+    const c1Shown = (await run(tsx, [cli, 'show', 'ctrl', c1, '--ns', 'tty', ...conn])).stdout;
     assert.doesNotMatch(c1Shown, /[\u009b\u202e]/);
     assert.match(c1Shown, /^dedupe key {3}k\\u202ex$/m);
     assert.deepEqual(JSON.parse(c1Shown.slice(c1Shown.indexOf('\nbody\n') + 6)), { s: 'a\u009b2Jb\u202e' });
@@ -482,7 +482,7 @@ describe('quayside CLI: what a person at a terminal sees', function () {
       assert.equal(e?.code, 64, ns);
       assert.match(e!.stderr, /<project>\/<environment>/);
     }
-    assert.deepEqual((await emu.engine.listQueues({})).queues.filter((q) => q.name === 'c1'), []);
+    assert.deepEqual((await emu.engine.listQueues({ dialect: 'env' })).queues.filter((q) => q.name === 'c1'), []);
     await run(tsx, [cli, 'create', 'c1', '--ns', 'shop/staging', '--dialect', 'env', ...conn]);
     const res = await fetch(`${emu.httpUrl}/v1/queues?project=shop&environment=staging`, { headers: { authorization: `Bearer ${emu.token}` } });
     assert.deepEqual(((await res.json()) as { queues: { slug: string }[] }).queues.map((q) => q.slug), ['c1'], 'reachable as an env queue');
@@ -533,5 +533,29 @@ describe('quayside CLI: what a person at a terminal sees', function () {
     assert.match(flagged, /purged 2 dead letter\(s\)/);
     await dead('tty', 'asked', 'cache', 1);
     assert.match((await run(tsx, [cli, 'purge-dead', 'asked', '--ns', 'tty', ...conn])).stdout, /^purged 1 dead letter\(s\)$/m, 'no terminal: not asked');
+  });
+});
+
+describe('quayside CLI: push to a missing queue', function () {
+  this.timeout(30_000);
+  let emu: VirtualEmulator;
+  let conn: string[];
+  before(async () => {
+    emu = await startEmulator({ memory: true, clock: 'virtual' });
+    conn = ['--url', emu.url, '--token', emu.token];
+  });
+  after(() => emu.close());
+
+  it('makes a cache queue, as cache.queue().push does, but not in a project/environment, where env.queue must find an env queue', async () => {
+    await run(tsx, [cli, 'push', 'jobs', '1', '--ns', 'dev', ...conn]);
+    assert.equal((await emu.engine.getQueue({ namespace: 'dev', queue: 'jobs' })).dialect, 'cache');
+    const e = await fails(run(tsx, [cli, 'push', 'orders', '1', '--ns', 'shop/dev', ...conn]));
+    assert.equal(e?.code, 1);
+    assert.match(e!.stderr, /not found.*quayside create orders --ns shop\/dev --dialect env/s);
+    assert.deepEqual((await emu.engine.listQueues({ namespace: 'shop/dev' })).queues, [], 'no cache queue took the slug');
+    // Once the env queue exists, the CLI pushes to it.
+    await run(tsx, [cli, 'create', 'orders', '--ns', 'shop/dev', '--dialect', 'env', ...conn]);
+    await run(tsx, [cli, 'push', 'orders', '2', '--ns', 'shop/dev', ...conn]);
+    assert.equal((await emu.engine.stats({ namespace: 'shop/dev', queue: 'orders' })).counts.ready, 1);
   });
 });

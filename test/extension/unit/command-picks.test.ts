@@ -34,7 +34,7 @@ describe('extension: command quick picks and documents', () => {
     assert.equal(first.alwaysShow, true);
     assert.match(first.label, /Cannot create namespace "acme staging"/);
     assert.equal(namespaceItems(namespaces, 'a/b')[0].create, 'a/b', "an env queue's project/environment");
-    assert.match(namespaceItems(namespaces, 'a/b/c')[0].error!, /at most one slash/);
+    assert.match(namespaceItems(namespaces, 'a\\b')[0].error!, /no spaces or backslashes/);
     assert.match(namespaceItems(namespaces, 'x'.repeat(201))[0].error!, /too long/);
   });
 

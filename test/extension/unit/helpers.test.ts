@@ -95,10 +95,14 @@ describe('extension: command arguments', () => {
     assert.match(validateName('a b', 'namespace')!, /no spaces/);
     // An env queue's namespace is project/environment: one slash between two parts.
     assert.equal(validateName('shop/dev', 'namespace'), undefined);
-    for (const bad of ['/dev', 'shop/', 'a/b/c', 'a\\b']) assert.ok(validateName(bad, 'namespace'), bad);
+    assert.equal(validateName('shop/dev/eu', 'namespace'), undefined, 'an environment may hold a slash');
+    assert.ok(validateName('a\\b', 'namespace'));
     assert.match(validateName('a/b', 'queue')!, /no spaces or slashes/);
     assert.equal(envNamespaceProblem('shop/dev'), undefined);
-    assert.match(envNamespaceProblem('acme:staging')!, /<project>\/<environment>/);
+    assert.equal(envNamespaceProblem('shop/dev/eu'), undefined);
+    for (const bad of ['acme:staging', '/dev', 'shop/', `${'p'.repeat(101)}/dev`, `shop/${'e'.repeat(101)}`]) {
+      assert.match(envNamespaceProblem(bad)!, /<project>\/<environment>/, bad);
+    }
     assert.deepEqual(parseJsonBody('{"a":1}'), { ok: true, value: { a: 1 } });
     assert.deepEqual(parseJsonBody('"s"'), { ok: true, value: 's' });
     const bad = parseJsonBody('{a:1}');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { checkAttributes, checkJson, delayProblem, lineColumn, validatePushForm } from '../../../src/panel/validate';
+import { checkAttributes, checkJson, delayProblem, lineColumn, typedDelayProblem, validatePushForm } from '../../../src/panel/validate';
 import { contentSecurityPolicy, escapeHtml, renderPanelHtml } from '../../../src/panel/html';
 
 describe('panel push-form validation and HTML shell', () => {
@@ -77,5 +77,17 @@ describe('panel push-form validation and HTML shell', () => {
       const src = readFileSync(path.join(dir, f), 'utf8');
       assert.doesNotMatch(src, /\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function\(/, f);
     }
+  });
+});
+
+describe("the palette's push delay", () => {
+  it('needs a unit on a bare number (seconds in the Push tab, ms on the CLI), and keeps to the queue\'s limit', () => {
+    assert.equal(typedDelayProblem('', undefined), undefined);
+    assert.equal(typedDelayProblem('30', undefined), 'Give a unit: 30s or 30ms');
+    assert.equal(typedDelayProblem(' 1.5 ', undefined), 'Give a unit: 1.5s or 1.5ms');
+    assert.equal(typedDelayProblem('30s', undefined), undefined);
+    assert.equal(typedDelayProblem('1500ms', undefined), undefined);
+    assert.match(typedDelayProblem('soon', undefined)!, /A duration such as/);
+    assert.match(typedDelayProblem('2h', 3_600_000)!, /at most 3,600 seconds/);
   });
 });
