@@ -304,7 +304,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         Object.assign(input, options);
       }
       const res = await t.request('push', { ...ref, ...input });
-      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(res.deduped ? `Quayside: deduplicated — the key already belongs to ${res.id}.` : `Quayside: pushed ${res.id} to ${qname(ref)}.`);
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(pushedText(res, ref));
       return res;
     },
 
@@ -332,8 +332,9 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         return;
       }
       // One of Quayside's own message documents (Show Message): that message is pushed again (its
-      // body, content type and attributes), not the view (id, state, attempts…) around it; the
-      // document of a message that is gone shows none.
+      // body, content type, attributes, and a sync message's orderingKey and meta), not the view (id,
+      // state, attempts…) around it; the document of a message that is gone shows none. Not its
+      // dedupe key: the copy would be deduplicated onto the message it copies, and nothing sent.
       let again: Partial<PushInput> = {};
       if (from?.uri.scheme === MESSAGE_SCHEME && !selection) {
         const shown = parseJsonBody(source);
@@ -345,7 +346,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
           return;
         }
         source = JSON.stringify(view.body);
-        again = pushInput(view as Partial<PushInput>, view.body);
+        again = copyOf(view as Partial<MessageView>);
       }
       const parsed = parseJsonBody(source);
       if (!parsed.ok) {
@@ -357,7 +358,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       const ref = await pickQueue(t, arg, 'Push Message from Active Editor'); // a Uri names no queue: the pick is offered
       if (!ref) return;
       const res = await t.request('push', { ...ref, ...again, ...pushInput((isProgrammatic(arg) ? arg : {}) as Partial<PushInput>, parsed.value) });
-      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: pushed ${res.id} to ${qname(ref)}.`);
+      if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(pushedText(res, ref));
       return res;
     },
 
@@ -687,6 +688,21 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
 
 function skipConfirm(arg: unknown): boolean {
   return isProgrammatic(arg) && (arg as { confirm?: unknown }).confirm === false;
+}
+
+/** What a push did, in words: a deduplicated one enqueued nothing. */
+function pushedText(res: { id: string; deduped: boolean }, ref: QueueRef): string {
+  return res.deduped ? `Quayside: deduplicated — the key already belongs to ${res.id}.` : `Quayside: pushed ${res.id} to ${qname(ref)}.`;
+}
+
+/** What a shown message carries that a copy of it keeps (see Push Message from Active Editor). */
+function copyOf(view: Partial<MessageView>): Partial<PushInput> {
+  const out: Partial<PushInput> = {};
+  if (view.attributes && typeof view.attributes === 'object') out.attributes = view.attributes;
+  if (typeof view.contentType === 'string') out.contentType = view.contentType;
+  if (typeof view.orderingKey === 'string') out.orderingKey = view.orderingKey;
+  if (view.meta !== null && view.meta !== undefined) out.meta = view.meta;
+  return out;
 }
 
 function pushInput(a: Partial<PushInput>, body: unknown): PushInput {

@@ -9,8 +9,12 @@ import { deadWords, plural, qname } from './wording';
 
 /** `dead.list` pages hold at most 1000 (docs/protocol.md). */
 export const DEAD_LIST_PAGE = 1000;
-/** Ids per `dead.replay` / `dead.purge` request: well within the protocol's 10,000 and a frame. */
-export const IDS_PER_REQUEST = 500;
+/**
+ * Ids per `dead.replay` / `dead.purge` request: the protocol's most (10,000 ids are about 100 KB of
+ * frame), so a replay or purge of up to that many is one transaction and one audit entry, as from
+ * the CLI or the HTTP API; more is done (and audited) 10,000 at a time.
+ */
+export const IDS_PER_REQUEST = 10_000;
 
 export type DeadAction = 'replay' | 'purge';
 

@@ -289,7 +289,14 @@ export class PanelHandler {
       for (let i = 0; i < count; i += CHUNK.push) {
         if (progress?.cancelled) break;
         const n = Math.min(CHUNK.push, count - i);
-        const r = await t.request('push.batch', { ...this.ref, messages: Array.from({ length: n }, () => input) });
+        let r;
+        try {
+          r = await t.request('push.batch', { ...this.ref, messages: Array.from({ length: n }, () => input) });
+        } catch (e) {
+          // Each chunk is all or nothing, the whole Send is not: what earlier chunks sent stays sent.
+          if (i === 0) throw e;
+          return { sent, deduped, ids, stopped: (e as Error).message };
+        }
         for (const x of r.results) {
           if (ids.length < 1000) ids.push(x.id);
           if (x.deduped) deduped++;

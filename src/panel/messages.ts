@@ -63,7 +63,8 @@ export interface PanelOps {
   'message.get': { args: { id: string }; result: MessageView | null };
   /** One page of dead letters. */
   'dead.list': { args: { cursor?: string; limit: number }; result: { messages: MessageView[]; next: string | null; total: number } };
-  push: { args: PushForm; result: { sent: number; deduped: number; ids: string[] } };
+  /** `stopped`: a later chunk of a Send ×N was refused (queue full, quota) after earlier ones were sent. */
+  push: { args: PushForm; result: { sent: number; deduped: number; ids: string[]; stopped?: string } };
   /**
    * Replay the given dead letters, or all of them (asks first when `all`). `all` acts on the ones
    * its confirmation counted; `arrived`: how many were dead-lettered after that and left.

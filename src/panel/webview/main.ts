@@ -618,10 +618,10 @@ async function sendPush() {
   try {
     const r = await busy(button, v.plan.count > 1 ? `Sending ${num(v.plan.count)}…` : 'Sending…', () => request('push', readPushForm(), onProgress));
     if (!r) return;
-    result.className = 'ok-text';
-    const parts = [`Sent ${num(r.sent)} ${r.sent === 1 ? 'message' : 'messages'}`];
+    result.className = r.stopped ? 'error-text' : 'ok-text';
+    const parts = [r.stopped ? `Sent ${num(r.sent)} of ${num(v.plan.count)} messages` : `Sent ${num(r.sent)} ${r.sent === 1 ? 'message' : 'messages'}`];
     if (r.deduped) parts.push(`${num(r.deduped)} deduplicated (the key was already used)`);
-    result.textContent = `${parts.join(', ')}.${r.ids.length === 1 ? ` id ${r.ids[0]}` : ''}`;
+    result.textContent = r.stopped ? `${parts.join(', ')}, then not sent: ${r.stopped}` : `${parts.join(', ')}.${r.ids.length === 1 ? ` id ${r.ids[0]}` : ''}`;
     show($('toast'), false);
     scheduleRefresh(0);
   } catch (e) {

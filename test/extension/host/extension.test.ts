@@ -192,7 +192,7 @@ describe('Quayside extension in VS Code', function () {
   it('a message shown again shows its current state (the virtual document is read afresh)', async () => {
     await vscode.commands.executeCommand('quayside.createQueue', { namespace: NS, queue: 'docs', dialect: 'cache' });
     try {
-      const { id } = await app!.request('push', { namespace: NS, queue: 'docs', body: { doc: 1 } });
+      const { id } = await app!.request('push', { namespace: NS, queue: 'docs', body: { doc: 1 }, dedupeKey: 'doc-1', attributes: { a: 1 }, orderingKey: 'k', meta: { m: 1 } });
       const first = (await vscode.commands.executeCommand('quayside.showMessage', { namespace: NS, queue: 'docs', id })) as vscode.TextDocument;
       assert.match(first.getText(), /"state": "ready"/);
       const { messages } = await app!.request('pull', { namespace: NS, queue: 'docs', max: 1 });
@@ -208,8 +208,11 @@ describe('Quayside extension in VS Code', function () {
       await until('the replayed message read again as ready', () => /"state": "ready"/.test(open()?.getText() ?? ''));
       // Pushed from its message document, a message is pushed again with its own body, not the view around it.
       await vscode.window.showTextDocument(open()!);
-      const copy = (await vscode.commands.executeCommand('quayside.pushMessageFromEditor', { namespace: NS, queue: 'docs' })) as { id: string };
-      assert.deepEqual((await app!.request('message.get', { namespace: NS, queue: 'docs', id: copy.id })).body, { doc: 1 });
+      // Not its dedupe key (the copy would be deduplicated onto it); what it carries besides, yes.
+      const copy = (await vscode.commands.executeCommand('quayside.pushMessageFromEditor', { namespace: NS, queue: 'docs' })) as { id: string; deduped: boolean };
+      assert.deepEqual([copy.deduped, copy.id === id], [false, false]);
+      const pushed = await app!.request('message.get', { namespace: NS, queue: 'docs', id: copy.id });
+      assert.deepEqual([pushed.body, pushed.attributes, pushed.orderingKey, pushed.meta, pushed.dedupeKey], [{ doc: 1 }, { a: 1 }, 'k', { m: 1 }, null]);
     } finally {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
       await vscode.commands.executeCommand('quayside.deleteQueue', { namespace: NS, queue: 'docs', confirm: false });

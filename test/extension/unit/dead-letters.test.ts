@@ -20,23 +20,23 @@ describe('extension: acting on all dead letters', () => {
     assert.deepEqual(await listDeadIds(new FakeTransport(), ref), []);
   });
 
-  it('purges exactly the given ids in chunks far inside the 10,000-id limit, skipping ones no longer dead', async () => {
+  it('purges exactly the given ids in chunks of at most the 10,000-id limit (one request, one audit entry, for up to that many), skipping ones no longer dead', async () => {
     const t = new FakeTransport();
     const ids = fillDead(t, 12_000);
     const r = await actOnDeadIds(t, ref, 'purge', [...ids, 'msg_gone', ids[0]]);
     assert.deepEqual(r, { done: 12_000, finished: true });
     const sizes = t.callsOf('dead.purge').map((c) => c.args.ids.length);
-    assert.ok(sizes.every((n) => n <= IDS_PER_REQUEST && n <= 10_000), String(sizes));
+    assert.deepEqual(sizes, [10_000, 2_001]);
     assert.equal(sizes.reduce((a, b) => a + b), 12_001, 'every id once (duplicates dropped)');
     assert.equal(t.counts().dead, 0);
   });
 
   it('stops between chunks when cancelled, and says it did not finish', async () => {
     const t = new FakeTransport();
-    const ids = fillDead(t, 1200);
+    const ids = fillDead(t, 2 * IDS_PER_REQUEST + 200);
     let chunks = 0;
     const r = await actOnDeadIds(t, ref, 'replay', ids, { report: () => void chunks++, cancelled: () => chunks >= 2 });
-    assert.deepEqual(r, { done: 1000, finished: false });
+    assert.deepEqual(r, { done: 2 * IDS_PER_REQUEST, finished: false });
     assert.equal(t.counts().dead, 200);
   });
 
@@ -175,9 +175,10 @@ describe('extension: the shared replay / purge flow (palette and panel)', () => 
     ui.answer = true;
     const rest = ids.slice(2);
     assert.deepEqual(await actOnSelectedDead(t, ref, 'purge', rest, 'env', ui), { done: rest.length });
-    assert.equal(ui.confirms[1].question, 'Discard 598 failed messages from demo/jobs?');
-    assert.deepEqual(ui.titles, ['Discarding 598 failed messages of demo/jobs']);
-    assert.deepEqual(ui.notified, [[500, 598], [598, 598]]);
+    const n = rest.length.toLocaleString('en-US');
+    assert.equal(ui.confirms[1].question, `Discard ${n} failed messages from demo/jobs?`);
+    assert.deepEqual(ui.titles, [`Discarding ${n} failed messages of demo/jobs`]);
+    assert.deepEqual(ui.notified, [[IDS_PER_REQUEST, rest.length], [rest.length, rest.length]]);
     assert.deepEqual(t.callsOf('dead.purge').flatMap((c) => c.args.ids), rest);
     assert.equal(t.counts().dead, 0);
   });

@@ -3,6 +3,7 @@ import { QuaysideError } from '../../../emulator/errors';
 import { PanelHandler, connectionNotice, type PanelUi, type SaveTarget } from '../../../src/panel/handler';
 import type { HostMessage, PanelEvent, PanelResponse } from '../../../src/panel/messages';
 import { FakeTransport } from '../webview/fake-transport';
+import { IDS_PER_REQUEST } from '../../../src/core/deadLetters';
 
 class FakeUi implements PanelUi {
   answer = true;
@@ -169,6 +170,23 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
+  it('push ×N refused part-way (a full queue): what earlier batches sent is reported as sent, with why the rest was not', async () => {
+    const { handler, t } = setup();
+    const request = t.request.bind(t);
+    let batches = 0;
+    t.request = (async (op: string, args: unknown) => {
+      if (op === 'push.batch' && ++batches === 2) throw new QuaysideError('queue_full', 'queue "jobs" is full (maxDepth 600)');
+      return request(op as never, args as never);
+    }) as typeof t.request;
+    const r = await handler.dispatch('push', { body: '"x"', delaySeconds: '', dedupeKey: '', attributes: '', count: '1200' });
+    assert.deepEqual([r.sent, r.deduped, r.stopped], [500, 0, 'queue "jobs" is full (maxDepth 600)']);
+    assert.equal(t.messages.length, 500);
+    // Refused at the first batch, nothing was sent: an error, as for one message.
+    batches = 1;
+    await assert.rejects(handler.dispatch('push', { body: '"x"', delaySeconds: '', dedupeKey: '', attributes: '', count: '1200' }), /full/);
+    handler.dispose();
+  });
+
   it('dead.replay with ids replays exactly those (no confirmation needed)', async () => {
     const { handler, t, ui } = setup();
     const dead = fillDead(t, 4);
@@ -181,7 +199,7 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
-  it('replay all lists the dead letters page by page, confirms with their count, then replays those ids in chunks, with progress', async () => {
+  it('replay all lists the dead letters page by page, confirms with their count, then replays those ids (one request for up to 10,000: one audit entry), with progress', async () => {
     const { handler, t, ui, events } = setup();
     const dead = fillDead(t, 1200);
     ui.answer = false;
@@ -195,7 +213,7 @@ describe('panel handler (host side of the queue panel)', () => {
     assert.deepEqual(r, { replayed: 1200 });
     assert.equal(t.counts().dead, 0);
     const calls = t.callsOf('dead.replay');
-    assert.deepEqual(calls.map((c) => c.args.ids.length), [500, 500, 200]);
+    assert.deepEqual(calls.map((c) => c.args.ids.length), [1200]);
     assert.deepEqual(calls.flatMap((c) => c.args.ids), dead.map((m) => m.id));
     assert.ok(calls.every((c) => c.args.max === undefined), 'never "the oldest N": only the listed ids');
     assert.deepEqual(ui.reports.at(-1), [1200, 1200]);
@@ -206,10 +224,10 @@ describe('panel handler (host side of the queue panel)', () => {
 
   it('replay all: cancelled part-way, it keeps what it did and claims nothing about arrivals', async () => {
     const { handler, t, ui } = setup();
-    fillDead(t, 1200);
+    fillDead(t, IDS_PER_REQUEST + 200);
     ui.cancelAfter = 1;
-    assert.deepEqual(await handler.dispatch('dead.replay', { all: true }), { replayed: 500 });
-    assert.equal(t.counts().dead, 700);
+    assert.deepEqual(await handler.dispatch('dead.replay', { all: true }), { replayed: IDS_PER_REQUEST });
+    assert.equal(t.counts().dead, 200);
     handler.dispose();
   });
 

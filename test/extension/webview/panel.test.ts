@@ -208,6 +208,18 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.click('#push-send');
     await waitFor(async () => /^Sent 3 messages/.test(await text(p, '#push-result')), 'sent ×3');
     assert.equal(t.callsOf('push.batch')[0].args.messages.length, 3);
+
+    // A ×N the queue refuses part-way: what was sent is said, in red, with why the rest was not.
+    const request = t.request.bind(t);
+    let batches = 0;
+    t.request = (async (op: string, args: unknown) => {
+      if (op === 'push.batch' && ++batches === 2) throw new QuaysideError('queue_full', 'queue "orders" is full');
+      return request(op as never, args as never);
+    }) as typeof t.request;
+    await p.page.fill('#push-count', '700');
+    await p.page.click('#push-send');
+    await waitFor(async () => /^Sent 500 of 700 messages, then not sent: queue "orders" is full$/.test(await text(p, '#push-result')), 'partly sent');
+    assert.equal(await p.page.getAttribute('#push-result', 'class'), 'error-text');
   });
 
   it('dead letters: replay selected, discard selected (confirmed on the host), purge all', async () => {
