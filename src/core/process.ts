@@ -239,10 +239,13 @@ export function attachEmulator(url: string, token: string | undefined, opts: Att
       }
       if ('event' in frame || frame.id !== 1) return;
       if (!frame.ok) return fail(frame.error.code, frame.error.message);
+      const info = frame.result as OpResult<'hello'>;
+      // A read-only token would show every queue and then refuse each push, replay and purge the
+      // tree and panel offer (often after a confirmation): said once, now, instead.
+      if (info.access !== 'readwrite') return fail('unauthorized', 'quayside.token is a read-only token; the extension needs the read-write token the emulator printed');
       attached = true;
       clearTimeout(helloDeadline);
       const { host, port } = hostPort(target);
-      const info = frame.result as OpResult<'hello'>;
       resolve({ url: target, http: target.replace(/^ws/, 'http'), token: token ?? '', host, port, attached: true, source: 'attached', clock: info.clock });
       const allowed = Math.max(1, opts.missedPongs ?? 3);
       let unanswered = 0;

@@ -66,6 +66,9 @@ describe('extension: attaching to a running emulator', function () {
   it('a wrong token is unauthorized; nothing listening is attach_failed', async () => {
     const emu = await start();
     await assert.rejects(attachEmulator(emu.url, 'wrong').ready, (e: LaunchError) => e.code === 'unauthorized');
+    // A read-only token is refused too: the tree and panel offer writes it could not make.
+    const ro = await emu.createToken({ access: 'read' });
+    await assert.rejects(attachEmulator(emu.url, ro).ready, (e: LaunchError) => e.code === 'unauthorized' && /read-only token/.test(e.message));
     const port = emu.port;
     await emu.close();
     await assert.rejects(attachEmulator(`ws://127.0.0.1:${port}`, emu.token).ready, (e: LaunchError) => e.code === 'attach_failed');
@@ -83,7 +86,7 @@ describe('extension: attaching to a running emulator', function () {
     let onClose!: () => void;
     const closed = new Promise<void>((r) => (onClose = r));
     wss.on('connection', (sock) => {
-      if (o.hello !== false) sock.on('message', () => sock.send(JSON.stringify({ id: 1, ok: true, result: { clock: 'system' } })));
+      if (o.hello !== false) sock.on('message', () => sock.send(JSON.stringify({ id: 1, ok: true, result: { clock: 'system', access: 'readwrite', namespace: null } })));
       sock.on('ping', () => {
         seen.pings++;
         if (o.pong?.(seen.pings)) sock.pong();
