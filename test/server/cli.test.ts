@@ -423,7 +423,7 @@ describe('quayside start: its options', function () {
   });
 });
 
-describe('quayside CLI: what a person at a terminal sees', function () {
+describe('quayside CLI: what a person at a terminal sees and does', function () {
   this.timeout(60_000);
   let emu: VirtualEmulator;
   let conn: string[];
@@ -534,28 +534,17 @@ describe('quayside CLI: what a person at a terminal sees', function () {
     await dead('tty', 'asked', 'cache', 1);
     assert.match((await run(tsx, [cli, 'purge-dead', 'asked', '--ns', 'tty', ...conn])).stdout, /^purged 1 dead letter\(s\)$/m, 'no terminal: not asked');
   });
-});
 
-describe('quayside CLI: push to a missing queue', function () {
-  this.timeout(30_000);
-  let emu: VirtualEmulator;
-  let conn: string[];
-  before(async () => {
-    emu = await startEmulator({ memory: true, clock: 'virtual' });
-    conn = ['--url', emu.url, '--token', emu.token];
-  });
-  after(() => emu.close());
-
-  it('makes a cache queue, as cache.queue().push does, but not in a project/environment, where env.queue must find an env queue', async () => {
-    await run(tsx, [cli, 'push', 'jobs', '1', '--ns', 'dev', ...conn]);
-    assert.equal((await emu.engine.getQueue({ namespace: 'dev', queue: 'jobs' })).dialect, 'cache');
-    const e = await fails(run(tsx, [cli, 'push', 'orders', '1', '--ns', 'shop/dev', ...conn]));
+  it('push to a missing queue makes a cache queue, as cache.queue().push does, but not in a project/environment, where env.queue must find an env queue', async () => {
+    await run(tsx, [cli, 'push', 'jobs', '1', '--ns', 'pushed', ...conn]);
+    assert.equal((await emu.engine.getQueue({ namespace: 'pushed', queue: 'jobs' })).dialect, 'cache');
+    const e = await fails(run(tsx, [cli, 'push', 'invoices', '1', '--ns', 'acme/dev', ...conn]));
     assert.equal(e?.code, 1);
-    assert.match(e!.stderr, /not found.*quayside create orders --ns shop\/dev --dialect env/s);
-    assert.deepEqual((await emu.engine.listQueues({ namespace: 'shop/dev' })).queues, [], 'no cache queue took the slug');
+    assert.match(e!.stderr, /not found.*quayside create invoices --ns acme\/dev --dialect env/s);
+    assert.deepEqual((await emu.engine.listQueues({ namespace: 'acme/dev' })).queues, [], 'no cache queue took the slug');
     // Once the env queue exists, the CLI pushes to it.
-    await run(tsx, [cli, 'create', 'orders', '--ns', 'shop/dev', '--dialect', 'env', ...conn]);
-    await run(tsx, [cli, 'push', 'orders', '2', '--ns', 'shop/dev', ...conn]);
-    assert.equal((await emu.engine.stats({ namespace: 'shop/dev', queue: 'orders' })).counts.ready, 1);
+    await run(tsx, [cli, 'create', 'invoices', '--ns', 'acme/dev', '--dialect', 'env', ...conn]);
+    await run(tsx, [cli, 'push', 'invoices', '2', '--ns', 'acme/dev', ...conn]);
+    assert.equal((await emu.engine.stats({ namespace: 'acme/dev', queue: 'invoices' })).counts.ready, 1);
   });
 });

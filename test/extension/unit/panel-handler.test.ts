@@ -172,17 +172,13 @@ describe('panel handler (host side of the queue panel)', () => {
 
   it('push ×N refused part-way (a full queue): what earlier batches sent is reported as sent, with why the rest was not', async () => {
     const { handler, t } = setup();
-    const request = t.request.bind(t);
-    let batches = 0;
-    t.request = (async (op: string, args: unknown) => {
-      if (op === 'push.batch' && ++batches === 2) throw new QuaysideError('queue_full', 'queue "jobs" is full (maxDepth 600)');
-      return request(op as never, args as never);
-    }) as typeof t.request;
+    const full = new QuaysideError('queue_full', 'queue "jobs" is full (maxDepth 600)');
+    t.failNth.set('push.batch', { n: 2, error: full });
     const r = await handler.dispatch('push', { body: '"x"', delaySeconds: '', dedupeKey: '', attributes: '', count: '1200' });
     assert.deepEqual([r.sent, r.deduped, r.stopped], [500, 0, 'queue "jobs" is full (maxDepth 600)']);
     assert.equal(t.messages.length, 500);
     // Refused at the first batch, nothing was sent: an error, as for one message.
-    batches = 1;
+    t.failNth.set('push.batch', { n: 1, error: full });
     await assert.rejects(handler.dispatch('push', { body: '"x"', delaySeconds: '', dedupeKey: '', attributes: '', count: '1200' }), /full/);
     handler.dispose();
   });

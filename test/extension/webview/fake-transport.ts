@@ -34,6 +34,8 @@ export class FakeTransport implements Transport {
   now: number;
   /** Fail the next request of this op with this error. */
   failNext = new Map<OpName, QuaysideError>();
+  /** Fail the n-th request of this op from now (1: the next) with this error. */
+  failNth = new Map<OpName, { n: number; error: QuaysideError }>();
   /** Delay every answer (ms). */
   latencyMs = 0;
   maxReplayPerCall = 100;
@@ -172,6 +174,11 @@ export class FakeTransport implements Transport {
     if (f) {
       this.failNext.delete(op);
       throw f;
+    }
+    const nth = this.failNth.get(op);
+    if (nth && --nth.n === 0) {
+      this.failNth.delete(op);
+      throw nth.error;
     }
     return this.answer(op, args as any) as OpResult<K>;
   }

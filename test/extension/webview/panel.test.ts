@@ -210,12 +210,7 @@ describe('queue panel webview (Chromium)', function () {
     assert.equal(t.callsOf('push.batch')[0].args.messages.length, 3);
 
     // A ×N the queue refuses part-way: what was sent is said, in red, with why the rest was not.
-    const request = t.request.bind(t);
-    let batches = 0;
-    t.request = (async (op: string, args: unknown) => {
-      if (op === 'push.batch' && ++batches === 2) throw new QuaysideError('queue_full', 'queue "orders" is full');
-      return request(op as never, args as never);
-    }) as typeof t.request;
+    t.failNth.set('push.batch', { n: 2, error: new QuaysideError('queue_full', 'queue "orders" is full') });
     await p.page.fill('#push-count', '700');
     await p.page.click('#push-send');
     await waitFor(async () => /^Sent 500 of 700 messages, then not sent: queue "orders" is full$/.test(await text(p, '#push-result')), 'partly sent');
