@@ -418,7 +418,8 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'queues': {
         const namespace = flag(args, 'ns', 'namespace');
         const { queues } = await conn.request('queue.list', namespace ? { namespace } : {});
-        out(queues, queues.length === 0 ? 'no queues' : table(queues.map((q: QueueInfo) => [q.namespace, q.name, q.dialect, q.counts.ready, q.counts.delayed, q.counts.leased, q.counts.dead]), ['NAMESPACE', 'QUEUE', 'DIALECT', 'READY', 'DELAYED', 'IN FLIGHT', 'DEAD']));
+        // DEAD / FAILED: an env queue's dead messages are its failed area.
+        out(queues, queues.length === 0 ? 'no queues' : table(queues.map((q: QueueInfo) => [q.namespace, q.name, q.dialect, q.counts.ready, q.counts.delayed, q.counts.leased, q.counts.dead]), ['NAMESPACE', 'QUEUE', 'DIALECT', 'READY', 'DELAYED', 'IN FLIGHT', 'DEAD / FAILED']));
         break;
       }
       case 'create': {
@@ -511,7 +512,8 @@ async function client(cmd: string, args: Args): Promise<void> {
         const r = await conn.request('stats', { namespace: ns(args), queue: need(args, 1, 'queue name') });
         const c = r.counts;
         const steps = r.lagHistory.filter((st) => st.peakDepth > 0 || st.maxWaitMs > 0);
-        out(r, `ready ${c.ready}, delayed ${c.delayed}, in flight ${c.leased}, dead ${c.dead}, oldest ready ${Math.round(c.oldestReadyAgeMs / 1000)} s\n` +
+        const deadWord = asJson || !(await deadWords(conn, args, false)).startsWith('failed') ? 'dead' : 'failed';
+        out(r, `ready ${c.ready}, delayed ${c.delayed}, in flight ${c.leased}, ${deadWord} ${c.dead}, oldest ready ${Math.round(c.oldestReadyAgeMs / 1000)} s\n` +
           (steps.length === 0 ? 'no backlog in the last 24 h' : table(steps.map((st) => [when(st.start), st.peakDepth, Math.round(st.maxWaitMs / 1000)]), ['HALF HOUR FROM', 'PEAK DEPTH', 'LONGEST WAIT (S)'])));
         break;
       }
@@ -524,8 +526,16 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'replay': {
         const ids = idsFlag(args);
         if (ids && flag(args, 'max') !== undefined) throw new UsageError('--max counts the oldest dead letters to replay; with --ids the ids say which, so give one or the other');
-        const r = await conn.request('dead.replay', { namespace: ns(args), queue: need(args, 1, 'queue name'), ids, max: intFlag(args, 'max', 1, LIMITS.maxReplay) });
-        out(r, `replayed ${r.replayed}`);
+        const queue = need(args, 1, 'queue name');
+        const max = intFlag(args, 'max', 1, LIMITS.maxReplay);
+        const r = await conn.request('dead.replay', { namespace: ns(args), queue, ids, max });
+        // Without --ids it takes the oldest 100 (or --max), as cache replay() does: say if more wait.
+        let rest = '';
+        if (!ids && !asJson) {
+          const left = (await conn.request('dead.list', { namespace: ns(args), queue, limit: 1 })).total;
+          if (left > 0) rest = `; ${left} ${(await deadWords(conn, args, false)).replace('(s)', left === 1 ? '' : 's')} left (--max N takes more at once)`;
+        }
+        out(r, `replayed ${r.replayed}${rest}`);
         break;
       }
       case 'purge-dead': {

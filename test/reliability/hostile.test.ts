@@ -39,7 +39,7 @@ const WRITES: { op: string; args: Record<string, unknown>; breaks: Record<string
   { op: 'purge', args: { namespace: 'fz', queue: 'q', confirm: 'q' }, breaks: { namespace: badName, queue: badName, confirm: [DEL, null, 'Q', 'q ', 5, {}] } },
   { op: 'queue.create', args: { namespace: 'fz', queue: 'fresh', dialect: 'cache' }, breaks: {
     namespace: badName, queue: badName, dialect: [DEL, null, 'kafka', 5, {}],
-    policy: [5, 'x', [], { leaseMs: -1 }, { leaseMs: 'x' }, { leaseMs: { toString: 1 } }, { maxDepth: { toString: 1 } }, { maxDeliveries: 0 }, { bogus: 1 }, { reasons: 5 }, { reasons: { nack: 5 } }, { onMaxAge: 'keep' }],
+    policy: [5, 'x', [], { leaseMs: -1 }, { leaseMs: 43_200_001 }, { leaseMs: 'x' }, { leaseMs: { toString: 1 } }, { maxDepth: { toString: 1 } }, { maxDeliveries: 0 }, { bogus: 1 }, { reasons: 5 }, { reasons: { nack: 5 } }, { onMaxAge: 'keep' }],
     ifNotExists: ['yes', 1] } },
   { op: 'queue.configure', args: { namespace: 'fz', queue: 'q', policy: { leaseMs: 1000 } }, breaks: {
     namespace: badName, queue: badName, policy: [DEL, null, 5, 'x', [], { leaseMs: 0 }, { maxBytes: 'big' }, { maxPayloadBytes: 1e308 }, { recordNackReason: 'yes' }] } },

@@ -535,6 +535,15 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
     assert.match((await run(tsx, [cli, 'purge-dead', 'asked', '--ns', 'tty', ...conn])).stdout, /^purged 1 dead letter\(s\)$/m, 'no terminal: not asked');
   });
 
+  it("replay of the oldest says how many are left; stats calls an env queue's dead messages failed", async () => {
+    await dead('tty', 'many', 'cache', 3);
+    assert.match((await run(tsx, [cli, 'replay', 'many', '--max', '2', '--ns', 'tty', ...conn])).stdout, /^replayed 2; 1 dead letter left \(--max N takes more at once\)$/m);
+    assert.match((await run(tsx, [cli, 'replay', 'many', '--ns', 'tty', ...conn])).stdout, /^replayed 1$/m);
+    await dead('shop/qa', 'stat-env', 'env', 2);
+    assert.match((await run(tsx, [cli, 'stats', 'stat-env', '--ns', 'shop/qa', ...conn])).stdout, /^ready 0, delayed 0, in flight 0, failed 2, oldest ready 0 s$/m);
+    assert.match((await run(tsx, [cli, 'replay', 'stat-env', '--max', '1', '--ns', 'shop/qa', ...conn])).stdout, /^replayed 1; 1 failed message left/m);
+  });
+
   it('push to a missing queue makes a cache queue, as cache.queue().push does, but not in a project/environment, where env.queue must find an env queue', async () => {
     await run(tsx, [cli, 'push', 'jobs', '1', '--ns', 'pushed', ...conn]);
     assert.equal((await emu.engine.getQueue({ namespace: 'pushed', queue: 'jobs' })).dialect, 'cache');

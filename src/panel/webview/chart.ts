@@ -30,7 +30,7 @@ export function niceTimeScale(max: number, ticks = 4): { max: number; step: numb
 }
 
 export function stepLabel(step: LagStep): string {
-  return `${clockTime(step.start)}–${clockTime(step.start + 30 * 60_000)}`;
+  return `${clockTime(step.start)}–${clockTime(step.start + 30 * 60_000)} UTC`;
 }
 
 export function renderChart(container: HTMLElement, tip: HTMLElement, steps: LagStep[]): void {
@@ -94,7 +94,7 @@ export function renderChart(container: HTMLElement, tip: HTMLElement, steps: Lag
     if (!st) return hide();
     cursor.setAttribute('x', String(PAD.left + i * bw));
     cursor.setAttribute('visibility', 'visible');
-    const day = new Date(st.start).toLocaleDateString('en-US', { weekday: 'short', month: 'short', day: 'numeric' });
+    const day = new Date(st.start).toLocaleDateString('en-US', { weekday: 'short', month: 'short', day: 'numeric', timeZone: 'UTC' });
     replace(tip,
       h('div', { class: 'tip-time' }, `${day} · ${stepLabel(st)}`),
       h('div', null, h('span', { class: 'swatch depth' }), 'Peak depth ', h('b', { class: 'tip-depth' }, num(st.peakDepth))),

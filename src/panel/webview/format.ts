@@ -43,9 +43,10 @@ export function isoTime(at: number): string {
   return new Date(at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
 
+/** HH:MM in UTC: the half-hour steps are aligned in UTC, and the CLI, /metrics and the tree say UTC too. */
 export function clockTime(at: number): string {
   const d = new Date(at);
-  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+  return `${String(d.getUTCHours()).padStart(2, '0')}:${String(d.getUTCMinutes()).padStart(2, '0')}`;
 }
 
 export function shortId(id: string): string {

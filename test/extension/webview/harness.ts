@@ -105,9 +105,10 @@ export async function openPanel<T extends Transport = FakeTransport>(
   browser: Browser,
   transport: T,
   /** fakeClock: the page's timers move only with `page.clock.runFor` (Playwright's clock). */
-  opts: { state?: unknown; width?: number; height?: number; debounceMs?: number; ref?: QueueRef; fakeClock?: boolean; beforeLoad?: (handler: PanelHandler) => void } = {},
+  /** timezoneId: the page's time zone (default UTC), to show what a user elsewhere sees. */
+  opts: { state?: unknown; width?: number; height?: number; debounceMs?: number; ref?: QueueRef; fakeClock?: boolean; timezoneId?: string; beforeLoad?: (handler: PanelHandler) => void } = {},
 ): Promise<Panel<T>> {
-  const context = await browser.newContext({ viewport: { width: opts.width ?? 1360, height: opts.height ?? 860 }, timezoneId: 'UTC', locale: 'en-US' });
+  const context = await browser.newContext({ viewport: { width: opts.width ?? 1360, height: opts.height ?? 860 }, timezoneId: opts.timezoneId ?? 'UTC', locale: 'en-US' });
   const page = await context.newPage();
   const ui = new StubUi();
   const requests: PanelRequest[] = [];

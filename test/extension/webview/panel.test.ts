@@ -343,13 +343,29 @@ describe('queue panel webview (Chromium)', function () {
     const secs = Math.floor(step.maxWaitMs / 1000) % 60;
     assert.equal(await text(p, '#chart-tip .tip-wait'), secs ? `${mins} min ${secs} s` : `${mins} min`);
     const start = new Date(step.start).toISOString().slice(11, 16);
-    assert.match(await text(p, '#chart-tip .tip-time'), new RegExp(`${start}–`));
+    const end = new Date(step.start + 30 * 60_000).toISOString().slice(11, 16);
+    assert.match(await text(p, '#chart-tip .tip-time'), new RegExp(`${start}–${end} UTC$`));
     // Native hover text too (an SVG <title> per step).
     assert.match((await p.page.locator('#chart rect.step').nth(33).locator('title').textContent())!, new RegExp(`peak depth ${step.peakDepth}`));
     assert.match(await text(p, '#metric-cards'), /24 h peak depth\s+\d+/i);
     await shot(p, 'metrics');
     await p.page.mouse.move(5, 5);
     await p.page.waitForSelector('#chart-tip.hidden', { state: 'attached' });
+  });
+
+  it('labels the chart in UTC wherever the user is (as the CLI, /metrics and the tree do): the steps are UTC half hours', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t, { timezoneId: 'Asia/Kathmandu' }); // UTC+5:45: local labels would fall on :15 and :45
+    await p.page.click('#tab-metrics');
+    await p.page.waitForSelector('#chart svg');
+    const step = t.lagHistory[33];
+    const box = (await p.page.locator('#chart rect.step').nth(33).boundingBox())!;
+    await p.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await p.page.waitForSelector('#chart-tip:not(.hidden)');
+    const start = new Date(step.start).toISOString().slice(11, 16);
+    assert.match(await text(p, '#chart-tip .tip-time'), new RegExp(`${start}–\\d\\d:\\d\\d UTC$`));
+    const axis = await p.page.locator('#chart text.axis').allTextContents();
+    assert.ok(axis.filter((x) => /^\d\d:\d\d$/.test(x)).every((x) => /:(00|30)$/.test(x)), axis.join(' '));
   });
 
   it('renders a body with HTML and script as text: nothing runs', async () => {
