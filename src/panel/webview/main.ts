@@ -632,6 +632,12 @@ async function sendPush() {
 
 // ---- metrics / audit ------------------------------------------------------------------------
 
+/** Who an audit entry's token is: an id; none for the emulator's own work (quayside.json at start, retention); none also in entries older than token ids. */
+function tokenTitle(e: { token: string; tokenId?: string | null }): string {
+  if (e.tokenId) return `token ${e.tokenId}`;
+  return e.token === 'system' ? 'the emulator itself (quayside.json at start, or its own timers)' : 'recorded before token ids';
+}
+
 function renderCards() {
   const c = st.counts;
   const lag = st.lag ?? [];
@@ -677,7 +683,7 @@ async function loadAudit() {
         h('td', null, h('span', { class: `action action-${e.action}` }, actionLabel(e.action))),
         h('td', { class: 'num' }, num(e.count)),
         // The name is the creator's label; the id tells apart tokens that share one.
-        h('td', { title: e.tokenId ? `token ${e.tokenId}` : 'recorded before token ids' }, e.token, e.tokenId ? h('span', { class: 'mono muted' }, ` ${e.tokenId}`) : null),
+        h('td', { title: tokenTitle(e) }, e.token, e.tokenId ? h('span', { class: 'mono muted' }, ` ${e.tokenId}`) : null),
         h('td', { class: 'muted' }, e.detail ?? ''))));
     show($('audit-empty'), entries.length === 0);
     setUp();

@@ -514,8 +514,13 @@ describe('queue panel webview (Chromium)', function () {
   });
 
   it('opens on the tab the host asks for: before it loads (with init) and while it shows (an event)', async () => {
-    p = await openPanel(browser, fixtureQueue(), { beforeLoad: (h) => h.showTab('audit', false) });
+    const t = fixtureQueue();
+    // The emulator's own entry (quayside.json at start) has no token id, and is not "before token ids".
+    t.audit.unshift({ id: 3, at: t.now - 60_000, token: 'system', tokenId: null, namespace: 'shop', queue: 'orders', action: 'expire', count: 2, detail: 'maxMessageAgeMs 86400000 → 3600000' });
+    p = await openPanel(browser, t, { beforeLoad: (h) => h.showTab('audit', false) });
     await p.page.waitForSelector('#audit-rows tr');
+    assert.equal(await p.page.locator('#audit-rows tr').first().locator('td').nth(3).getAttribute('title'), 'the emulator itself (quayside.json at start, or its own timers)');
+    assert.equal(await p.page.locator('#audit-rows tr').nth(1).locator('td').nth(3).getAttribute('title'), 'token tok_2f9c1e7a0b6d');
     assert.equal(await p.page.isVisible('#view-audit'), true);
     assert.equal(await p.page.getAttribute('#tab-audit', 'aria-selected'), 'true');
     p.handler.showTab('metrics', true);
