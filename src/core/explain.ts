@@ -66,6 +66,9 @@ export function explainFailure(f: { code: string; message: string }, ctx: Failur
         message: `Port ${ctx.port ?? ''} is already in use, so the emulator cannot listen there. If it is an emulator you started (\`npm start\`, \`quayside start\`), attach to it with the token it printed; otherwise start on a free port, or change "quayside.port".`.replace('Port  is', 'The port is'),
         actions: ['attachRunning', 'useFreePort', 'changePort'],
       };
+    case 'config':
+      // The CLI read the workspace's quayside.json at start, and the file itself is what is wrong: Retry alone fails the same way.
+      return { message: `The workspace's quayside.json could not be applied, so the emulator did not start: ${f.message}. Fix the file (it is read at each start), then Retry.`, actions: ['showLog', 'retry'] };
     case 'data_dir':
       return { message: `The emulator cannot use its data directory: ${f.message}. Check "quayside.dataDir".`, actions: ['openSettings', 'showLog'] };
     case 'attach_failed':

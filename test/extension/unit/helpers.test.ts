@@ -156,6 +156,12 @@ describe('extension: failure explanations', () => {
     assert.deepEqual(ex.actions.slice(0, 2), ['installWorkspace', 'setNodePath']);
   });
 
+  it("a quayside.json the emulator refused says it is the file, not the emulator, that needs fixing", () => {
+    const ex = explainFailure({ code: 'config', message: '/w/quayside.json: queues[0].slug must be a string' });
+    assert.match(ex.message, /^The workspace's quayside\.json could not be applied, so the emulator did not start: \/w\/quayside\.json: queues\[0\]\.slug must be a string\. Fix the file/);
+    assert.deepEqual(ex.actions, ['showLog', 'retry']);
+  });
+
   it('a taken port offers to attach to the emulator there (npm start\'s), or a free port', () => {
     const ex = explainFailure({ code: 'port_in_use', message: 'in use' }, { port: 7433 });
     assert.match(ex.message, /Port 7433 is already in use/);
