@@ -18,7 +18,7 @@ const USAGE = `quayside <command> [options]
   delete Q     delete a queue          --ns NAMESPACE --yes
   push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
                                        (BODY "-" reads stdin; attributes are kept and shown, and env consumers get them;
-                                       a missing queue is made as a cache queue, except in a project/environment)
+                                       a missing queue is made as a cache queue, except in a namespace with a "/")
   peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead|failed] [--limit N] [--cursor NEXT]
                                        [--search TEXT] (a case-sensitive part of the body, as the panel's filter)
   show Q ID    one message in full     --ns NAMESPACE
@@ -460,7 +460,7 @@ async function client(cmd: string, args: Args): Promise<void> {
           r = await conn.request('push', { namespace, queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), attributes: attributesFlag(args), create });
         } catch (e) {
           if (create || !(e instanceof QuaysideError) || e.code !== 'not_found') throw e;
-          throw new QuaysideError('not_found', `${e.message}; an env queue is created first: quayside create ${queue} --ns ${namespace} --dialect env`, { details: e.details });
+          throw new QuaysideError('not_found', `${e.message}; in a namespace with a "/" a queue is created first: quayside create ${queue} --ns ${namespace} --dialect env (or cache)`, { details: e.details });
         }
         out(r, r.deduped ? `deduped: ${r.id} already holds that key` : `pushed ${r.id}`);
         break;
@@ -500,10 +500,12 @@ async function client(cmd: string, args: Args): Promise<void> {
       }
       case 'show': {
         const m = await conn.request('message.get', { namespace: ns(args), queue: need(args, 1, 'queue name'), id: need(args, 2, 'message id (m_…)') });
+        // An env queue's dead message is in its failed area, and says so (the JSON keeps the protocol's words).
+        const failed = !asJson && m.state === 'dead' && (await deadWords(conn, args, false)).startsWith('failed');
         const rows: [string, unknown][] = [
-          ['id', m.id], ['state', m.state], ['attempts', m.attempts], ['enqueued', when(m.enqueuedAt)], ['visible', when(m.visibleAt)],
+          ['id', m.id], ['state', failed ? 'failed' : m.state], ['attempts', m.attempts], ['enqueued', when(m.enqueuedAt)], ['visible', when(m.visibleAt)],
           ['lease until', when(m.leaseUntil)], ['dedupe key', m.dedupeKey], ['content type', m.contentType], ['attributes', m.attributes && JSON.stringify(m.attributes)],
-          ['dead', m.deadAt === null ? null : `${when(m.deadAt)} (${m.deadReason})`], ['last error', m.lastError], ['size', `${m.sizeBytes} bytes`],
+          [failed ? 'failed' : 'dead', m.deadAt === null ? null : `${when(m.deadAt)} (${m.deadReason})`], ['last error', m.lastError], ['size', `${m.sizeBytes} bytes`],
         ];
         out(m, rows.filter(([, v]) => v !== null && v !== '').map(([k, v]) => `${k.padEnd(13)}${printable(v)}`).join('\n') + `\nbody\n${printableJson(m.body)}`);
         break;
@@ -520,7 +522,8 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'dead': {
         const r = await conn.request('dead.list', { namespace: ns(args), queue: need(args, 1, 'queue name'), limit: intFlag(args, 'limit', 1, LIMITS.maxPageSize) ?? 100, cursor: flag(args, 'cursor') });
         // `reason` as the cache product's deadLetters() calls it, beside the protocol's deadReason.
-        out({ ...r, messages: r.messages.map((m: MessageView) => ({ ...m, reason: m.deadReason })) }, `${r.total} ${await deadWords(conn, args, asJson)}\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', 'DEAD AT', 'BODY', 'LAST ERROR']) + morePages(r));
+        const words = await deadWords(conn, args, asJson);
+        out({ ...r, messages: r.messages.map((m: MessageView) => ({ ...m, reason: m.deadReason })) }, `${r.total} ${words}\n` + table(r.messages.map((m: MessageView) => [m.id, m.attempts, m.deadReason ?? '', when(m.deadAt), short(m.body, 40), m.lastError ?? '']), ['ID', 'ATTEMPTS', 'REASON', words.startsWith('failed') ? 'FAILED AT' : 'DEAD AT', 'BODY', 'LAST ERROR']) + morePages(r));
         break;
       }
       case 'replay': {

@@ -541,6 +541,12 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
     assert.match((await run(tsx, [cli, 'replay', 'many', '--ns', 'tty', ...conn])).stdout, /^replayed 1$/m);
     await dead('shop/qa', 'stat-env', 'env', 2);
     assert.match((await run(tsx, [cli, 'stats', 'stat-env', '--ns', 'shop/qa', ...conn])).stdout, /^ready 0, delayed 0, in flight 0, failed 2, oldest ready 0 s$/m);
+    const dead1 = (await run(tsx, [cli, 'dead', 'stat-env', '--ns', 'shop/qa', ...conn])).stdout;
+    assert.match(dead1, /^2 failed message\(s\)\nID\s+ATTEMPTS\s+REASON\s+FAILED AT\s/);
+    const failedId = (await emu.engine.deadList({ namespace: 'shop/qa', queue: 'stat-env' })).messages[0].id;
+    const shown = (await run(tsx, [cli, 'show', 'stat-env', failedId, '--ns', 'shop/qa', ...conn])).stdout;
+    assert.match(shown, /^state {8}failed$/m);
+    assert.match(shown, /^failed {7}\S/m);
     assert.match((await run(tsx, [cli, 'replay', 'stat-env', '--max', '1', '--ns', 'shop/qa', ...conn])).stdout, /^replayed 1; 1 failed message left/m);
   });
 
@@ -549,7 +555,7 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
     assert.equal((await emu.engine.getQueue({ namespace: 'pushed', queue: 'jobs' })).dialect, 'cache');
     const e = await fails(run(tsx, [cli, 'push', 'invoices', '1', '--ns', 'acme/dev', ...conn]));
     assert.equal(e?.code, 1);
-    assert.match(e!.stderr, /not found.*quayside create invoices --ns acme\/dev --dialect env/s);
+    assert.match(e!.stderr, /not found.*quayside create invoices --ns acme\/dev --dialect env \(or cache\)/s);
     assert.deepEqual((await emu.engine.listQueues({ namespace: 'acme/dev' })).queues, [], 'no cache queue took the slug');
     // Once the env queue exists, the CLI pushes to it.
     await run(tsx, [cli, 'create', 'invoices', '--ns', 'acme/dev', '--dialect', 'env', ...conn]);
