@@ -535,8 +535,13 @@ async function client(cmd: string, args: Args): Promise<void> {
         // Without --ids it takes the oldest 100 (or --max), as cache replay() does: say if more wait.
         let rest = '';
         if (!ids && !asJson) {
-          const left = (await conn.request('dead.list', { namespace: ns(args), queue, limit: 1 })).total;
-          if (left > 0) rest = `; ${left} ${(await deadWords(conn, args, false)).replace('(s)', left === 1 ? '' : 's')} left (--max N takes more at once)`;
+          // Only a note: the replay is done, so a failure here (the queue deleted meanwhile) says nothing.
+          try {
+            const left = (await conn.request('dead.list', { namespace: ns(args), queue, limit: 1 })).total;
+            if (left > 0) rest = `; ${left} ${(await deadWords(conn, args, false)).replace('(s)', left === 1 ? '' : 's')} left (--max N takes more at once)`;
+          } catch {
+            rest = '';
+          }
         }
         out(r, `replayed ${r.replayed}${rest}`);
         break;

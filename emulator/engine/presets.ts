@@ -88,7 +88,8 @@ export function mergePolicy(base: QueuePolicy, patch: unknown): QueuePolicy {
       // A message must fit in one protocol frame, so that what an in-process queue accepts a client can send.
       if (k === 'maxPayloadBytes' && v > LIMITS.maxMessageBytes) throw invalid(`policy.maxPayloadBytes is at most ${LIMITS.maxMessageBytes} bytes (4 MiB), got ${v}`);
       // A queue's default lease within what a pull, an extend and every face may ask for (12 hours).
-      if (k === 'leaseMs' && v > 12 * HOUR) throw invalid(`policy.leaseMs is at most ${12 * HOUR} ms (12 hours), got ${v}`);
+      // Checked when it changes: a queue made before the cap can still be sent its own policy back.
+      if (k === 'leaseMs' && v > 12 * HOUR && v !== base.leaseMs) throw invalid(`policy.leaseMs is at most ${12 * HOUR} ms (12 hours), got ${v}`);
       (out as unknown as Record<string, unknown>)[k] = v;
     } else if ((NULLABLE_POSITIVE as string[]).includes(k)) {
       if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)) throw invalid(`policy.${k} must be a positive integer or null, got ${describe(v)}`);

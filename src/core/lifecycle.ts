@@ -101,7 +101,7 @@ export interface LifecycleOptions {
 }
 
 /** Failure codes that a retry cannot fix; a crash-restart that hits one stops retrying. */
-const PERMANENT = new Set(['node_not_found', 'node_too_old', 'emulator_not_found', 'native_module', 'data_dir', 'usage', 'unauthorized']);
+const PERMANENT = new Set(['node_not_found', 'node_too_old', 'emulator_not_found', 'native_module', 'data_dir', 'usage', 'unauthorized', 'config']);
 
 /**
  * What Toggle (the status bar item) does in a state: stop what runs or starts, start what is stopped

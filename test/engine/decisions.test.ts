@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { HOUR, DAY, MINUTE, makeEngine, rejects, tempDir } from '../helpers';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from '../../emulator/store/schema';
 import { DB_FILE } from '../../emulator/store/store';
+import { PRESETS, mergePolicy } from '../../emulator/engine/presets';
 
 // The decisions under DESIGN.md's transition table: dedupe, sizes, quota, capacity, counts,
 // lag history, bad input, persistence.
@@ -957,5 +958,15 @@ describe('engine: decisions', () => {
     const m = await t.engine.getMessage({ ...ref, id });
     assert.equal(m.state, 'dead');
     assert.equal(m.deadReason, 'timeout');
+  });
+});
+
+describe('engine: a queue policy\'s lease', () => {
+  it('is at most 12 hours when set, as a pull and every face allow; a queue made with more before the limit can be sent its own policy back', () => {
+    assert.equal(mergePolicy(PRESETS.cache, { leaseMs: 12 * HOUR }).leaseMs, 12 * HOUR);
+    assert.throws(() => mergePolicy(PRESETS.cache, { leaseMs: 12 * HOUR + 1 }), /policy\.leaseMs is at most 43200000 ms/);
+    const old = { ...PRESETS.cache, leaseMs: DAY };
+    assert.equal(mergePolicy(old, { ...old, maxDeliveries: 3 }).maxDeliveries, 3, 'the stored value, sent back unchanged');
+    assert.throws(() => mergePolicy(old, { leaseMs: DAY + 1 }), /at most 43200000/);
   });
 });

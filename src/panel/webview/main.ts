@@ -632,10 +632,10 @@ async function sendPush() {
 
 // ---- metrics / audit ------------------------------------------------------------------------
 
-/** Who an audit entry's token is: an id; none for the emulator's own work (quayside.json at start, retention); none also in entries older than token ids. */
+/** Who an audit entry's token is: an id; none for the emulator's own work (quayside.json at start, in-process engine calls); none also in entries older than token ids. */
 function tokenTitle(e: { token: string; tokenId?: string | null }): string {
   if (e.tokenId) return `token ${e.tokenId}`;
-  return e.token === 'system' ? 'the emulator itself (quayside.json at start, or its own timers)' : 'recorded before token ids';
+  return e.token === 'system' ? 'the emulator itself (quayside.json at start, or an in-process engine call)' : 'recorded before token ids';
 }
 
 function renderCards() {

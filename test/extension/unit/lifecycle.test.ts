@@ -233,6 +233,15 @@ describe('extension: emulator lifecycle', () => {
     assert.deepEqual(states, ['starting', 'running', 'crashed', 'starting', 'crashed']);
   });
 
+  it('a crash-restart refused for a broken quayside.json (config) stops retrying too: the file needs fixing', async () => {
+    const timers = manualTimers();
+    const { lc, instances, restarting } = setup({ timers });
+    await restarting();
+    instances[1].fail(new LaunchError('config', '/w/quayside.json: queues[0].slug must be a string'));
+    const s = await waitFor(lc, (s) => s.state !== 'starting');
+    assert.deepEqual([s.state, s.error?.code, timers.count], ['crashed', 'config', 0]);
+  });
+
   it('with automatic restarts off (maxRestarts 0) a crash ends crashed and says restarts are off', async () => {
     const timers = manualTimers();
     const { lc, instances, running } = setup({ maxRestarts: 0, timers });

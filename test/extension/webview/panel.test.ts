@@ -364,8 +364,8 @@ describe('queue panel webview (Chromium)', function () {
     await p.page.waitForSelector('#chart-tip:not(.hidden)');
     const start = new Date(step.start).toISOString().slice(11, 16);
     assert.match(await text(p, '#chart-tip .tip-time'), new RegExp(`${start}–\\d\\d:\\d\\d UTC$`));
-    const axis = await p.page.locator('#chart text.axis').allTextContents();
-    assert.ok(axis.filter((x) => /^\d\d:\d\d$/.test(x)).every((x) => /:(00|30)$/.test(x)), axis.join(' '));
+    const times = (await p.page.locator('#chart text.axis').allTextContents()).filter((x) => /^\d\d:\d\d$/.test(x));
+    assert.ok(times.length >= 4 && times.every((x) => /:(00|30)$/.test(x)), times.join(' '));
   });
 
   it('renders a body with HTML and script as text: nothing runs', async () => {
@@ -519,7 +519,7 @@ describe('queue panel webview (Chromium)', function () {
     t.audit.unshift({ id: 3, at: t.now - 60_000, token: 'system', tokenId: null, namespace: 'shop', queue: 'orders', action: 'expire', count: 2, detail: 'maxMessageAgeMs 86400000 → 3600000' });
     p = await openPanel(browser, t, { beforeLoad: (h) => h.showTab('audit', false) });
     await p.page.waitForSelector('#audit-rows tr');
-    assert.equal(await p.page.locator('#audit-rows tr').first().locator('td').nth(3).getAttribute('title'), 'the emulator itself (quayside.json at start, or its own timers)');
+    assert.equal(await p.page.locator('#audit-rows tr').first().locator('td').nth(3).getAttribute('title'), 'the emulator itself (quayside.json at start, or an in-process engine call)');
     assert.equal(await p.page.locator('#audit-rows tr').nth(1).locator('td').nth(3).getAttribute('title'), 'token tok_2f9c1e7a0b6d');
     assert.equal(await p.page.isVisible('#view-audit'), true);
     assert.equal(await p.page.getAttribute('#tab-audit', 'aria-selected'), 'true');
