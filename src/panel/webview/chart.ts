@@ -61,6 +61,8 @@ export function renderChart(container: HTMLElement, tip: HTMLElement, steps: Lag
     bars.appendChild(s('rect', { class: 'bar', x: x + bw * 0.15, y, width: Math.max(1, bw * 0.7), height: Math.max(0, PAD.top + ih - y), 'data-index': i }));
     if (i % 6 === 0) xlabels.appendChild(s('text', { x: x, y: H - 10, class: 'axis', 'text-anchor': 'start' }, clockTime(st.start)));
   });
+  // The times are UTC (the steps are UTC half hours): said at the axis's end.
+  xlabels.appendChild(s('text', { x: W - PAD.right, y: H - 10, class: 'axis axis-zone', 'text-anchor': 'end' }, 'UTC'));
 
   const pts = steps.map((st, i) => `${(PAD.left + (i + 0.5) * bw).toFixed(1)},${yW(st.maxWaitMs).toFixed(1)}`);
   const line = s('polyline', { class: 'wait-line', points: pts.join(' '), fill: 'none' });

@@ -366,6 +366,7 @@ describe('queue panel webview (Chromium)', function () {
     assert.match(await text(p, '#chart-tip .tip-time'), new RegExp(`${start}–\\d\\d:\\d\\d UTC$`));
     const times = (await p.page.locator('#chart text.axis').allTextContents()).filter((x) => /^\d\d:\d\d$/.test(x));
     assert.ok(times.length >= 4 && times.every((x) => /:(00|30)$/.test(x)), times.join(' '));
+    assert.equal(await p.page.locator('#chart text.axis-zone').textContent(), 'UTC');
   });
 
   it('renders a body with HTML and script as text: nothing runs', async () => {
