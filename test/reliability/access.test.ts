@@ -216,6 +216,25 @@ describe('reliability: access', function () {
     }
   });
 
+  it('a token for one namespace cannot change that namespace\'s daily quota (the plan\'s limit)', async () => {
+    const rw = (await admin.ok('token.create', { access: 'readwrite', namespace: 'alpha' })).token;
+    const c = await RawClient.hello(emu.url, rw);
+    try {
+      const before = storeDigest(sqliteOf(emu));
+      for (const dailyQuota of [5000, null, 1]) {
+        const r = await c.request('namespace.configure', { namespace: 'alpha', dailyQuota });
+        assert.equal(r.error?.code, 'forbidden', String(dailyQuota));
+        assert.match(r.error!.message, /every namespace/);
+      }
+      assert.equal(storeDigest(sqliteOf(emu)), before);
+      // The same call with a token for every namespace goes through.
+      assert.deepEqual(await admin.ok('namespace.configure', { namespace: 'alpha', dailyQuota: 5000 }), { namespace: 'alpha', dailyQuota: 5000 });
+      await admin.ok('namespace.configure', { namespace: 'alpha', dailyQuota: null });
+    } finally {
+      await c.close();
+    }
+  });
+
   it('hello sent again replaces who the connection is: subscriptions narrow to the new token; a refused one changes nothing', async () => {
     const c = await RawClient.hello(emu.url, emu.token);
     try {
