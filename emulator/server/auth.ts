@@ -8,7 +8,11 @@ export function resolveToken(engine: Engine, token: unknown): NonNullable<Return
   if (token === undefined || token === null || token === '') throw new QuaysideError('unauthorized', 'a token is required (QUAYSIDE_TOKEN, or the one `quayside start` printed)');
   if (typeof token !== 'string') throw new QuaysideError('unauthorized', `a token is a string; got ${describe(token)}`);
   const who = token.length <= 200 ? engine.lookupToken(token) : null;
-  if (!who) throw new QuaysideError('unauthorized', 'the token is not known to this emulator');
+  if (!who) {
+    // A token read from a file or pasted often carries a newline or a space; say so rather than guess.
+    const spaced = token.trim() !== token ? ' (it starts or ends with whitespace, such as a newline from a file: tokens have none)' : '';
+    throw new QuaysideError('unauthorized', `the token is not known to this emulator${spaced}`);
+  }
   return who;
 }
 

@@ -100,6 +100,11 @@ describe('reliability: access', function () {
     for (const token of [undefined, '', 'qs_rw_wrong', emu.token + 'x', emu.token.slice(0, -1), 'x'.repeat(5000), 5]) {
       assert.equal((await c.request('hello', { version: 1, token })).error?.code, 'unauthorized', String(token));
     }
+    // A token with a newline from a file is still refused, and the message says why.
+    const spaced = await c.request('hello', { version: 1, token: `${emu.token}\n` });
+    assert.equal(spaced.error?.code, 'unauthorized');
+    assert.match(spaced.error!.message, /ends with whitespace/);
+    assert.doesNotMatch((await c.request('hello', { version: 1, token: 'qs_rw_wrong' })).error!.message, /whitespace/);
     assert.equal((await c.request('queue.list', {})).error?.code, 'unauthorized');
     await c.close();
     for (const authorization of [undefined, 'Bearer', 'Bearer qs_rw_wrong', `Basic ${emu.token}`, `Bearer ${emu.token}x`]) {
