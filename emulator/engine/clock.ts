@@ -1,3 +1,5 @@
+import { LIMITS } from '../protocol';
+
 /** The engine's time source: the system clock, or a virtual one that tests move by hand. */
 export interface Clock {
   readonly mode: 'system' | 'virtual';
@@ -42,7 +44,11 @@ export interface VirtualClockControl {
 export function clockOptionProblem(c: unknown): string | null {
   if (c === undefined || c === 'system' || c === 'virtual') return null;
   const start = typeof c === 'object' && c !== null && Object.keys(c).every((k) => k === 'start') ? (c as { start?: unknown }).start : undefined;
-  if (typeof start === 'number' && Number.isFinite(start)) return null;
+  if (typeof start === 'number' && Number.isFinite(start)) {
+    // An instant the engine can move on from: whole ms (leases and steps are), and within a Date's range.
+    if (Number.isInteger(start) && start >= 0 && start <= LIMITS.maxEpochMs) return null;
+    return `clock.start must be whole epoch ms from 0 (1970-01-01) to ${LIMITS.maxEpochMs} (the last instant a date can hold), got ${start}`;
+  }
   return `clock must be "system", "virtual" or { start: <epoch ms> }, got ${JSON.stringify(c) ?? String(c)}`;
 }
 

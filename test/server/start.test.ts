@@ -52,6 +52,11 @@ describe('startEmulator: options', () => {
         [{ durability: 'FULL', dataDir: dir }, /durability must be "normal" or "full", got "FULL"/],
         [{ clock: 'Virtual' }, /clock must be "system", "virtual" or \{ start: <epoch ms> \}, got "Virtual"/],
         [{ clock: { start: 'monday' } }, /clock must be/],
+        // A start the engine could not move on from (an advance would leave a Date's range), or not whole ms.
+        [{ clock: { start: 1e20 } }, /clock.start must be whole epoch ms from 0 \(1970-01-01\) to 8640000000000000/],
+        [{ clock: { start: 1.5 } }, /clock.start must be whole epoch ms/],
+        [{ clock: { start: -5 } }, /clock.start must be whole epoch ms/],
+        [{ clock: { start: Number.MAX_SAFE_INTEGER } }, /clock.start must be whole epoch ms/],
         [{ clock: { start: 1_796_000_000_000, speed: 2 } }, /clock must be "system", "virtual" or \{ start: <epoch ms> \}, got \{"start":1796000000000,"speed":2\}/],
         [{ port: 70000 }, /port must be an integer from 0 to 65535/],
         [{ port: 1.5 }, /port must be an integer/],
