@@ -1,7 +1,8 @@
 import WebSocket from 'ws';
-import { QuaysideError } from '../errors';
+import { QuaysideError, isCode } from '../errors';
 import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
 import { abortError } from './abort';
+import { pause } from './common';
 import { Slots, mayBeHeld } from './slots';
 import { checkConnectionOptions, encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
 
@@ -43,6 +44,7 @@ export class Connection implements Transport {
   private pending = new Map<number, Pending>();
   private eventListeners = new Set<(e: ServerEvent) => void>();
   private reconnectListeners = new Set<() => void>();
+  private reconnectFailedListeners = new Set<(error: unknown) => void>();
   private everOpened = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private backoffMs = 50;
@@ -214,9 +216,16 @@ export class Connection implements Transport {
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       if (this.state === 'closed' || this.state === 'open') return;
-      this.open().catch(() => this.scheduleReconnect());
+      this.open().catch((e: unknown) => {
+        // Refused rather than unreachable (another token after a restart, another protocol
+        // version): retrying goes on, but whoever waits to come back is told why it does not.
+        if (this.state !== 'closed' && !isCode(e, 'unavailable')) for (const l of this.reconnectFailedListeners) l(e);
+        this.scheduleReconnect();
+      });
     }, delay);
-    this.retryTimer.unref?.();
+    // A consumer waiting to come back keeps the process alive, as its open socket did: a worker
+    // must outlive an emulator restart. Subscriptions alone do not hold a process that is done.
+    if (this.reconnectListeners.size === 0) this.retryTimer.unref?.();
   }
 
   private onMessage(text: string): void {
@@ -345,13 +354,15 @@ export class Connection implements Transport {
     let wait = 25;
     for (;;) {
       try {
-        await this.open();
+        // An abort ends the wait at once, during a dial as between two (the dial goes on for others).
+        await orAbort(this.open(), signal);
         return;
       } catch (e) {
+        if (signal?.aborted) throw abortError(signal);
         const err = e as QuaysideError;
         if (err.code !== 'unavailable' || this.state === 'closed' || Date.now() + wait > deadline) throw err;
+        await pause(wait, signal);
         if (signal?.aborted) throw abortError(signal);
-        await new Promise((r) => setTimeout(r, wait));
         wait = Math.min(wait * 2, 500);
       }
     }
@@ -365,6 +376,11 @@ export class Connection implements Transport {
   onReconnect(listener: () => void): () => void {
     this.reconnectListeners.add(listener);
     return () => this.reconnectListeners.delete(listener);
+  }
+
+  onReconnectFailed(listener: (error: unknown) => void): () => void {
+    this.reconnectFailedListeners.add(listener);
+    return () => this.reconnectFailedListeners.delete(listener);
   }
 
   isClosed(): boolean {
@@ -398,6 +414,26 @@ export class Connection implements Transport {
       });
     }
   }
+}
+
+/** `p`, or the signal's abort if that comes first. */
+function orAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 /** Open a connection and wait for the hello to succeed. */

@@ -297,7 +297,10 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   // Only env queues: one of another dialect under this slug is not_found, as over the HTTP API.
   const ref = { namespace, queue: slug, dialect: 'env' as const };
   const env: ConsumerEnv = { ...(opts.env ?? {}), queue: envQueueOver(() => transport, namespace) };
-  const appOnError = givenOnError ?? ((e: unknown) => console.error(`[quayside] consumer ${appId} on ${slug}: handler threw:`, e));
+  const appOnError =
+    givenOnError ??
+    // A failure of no batch (a refused reconnect, the queue deleted) is not the handler's.
+    ((e: unknown, batch: MessageBatch) => console.error(`[quayside] consumer ${appId} on ${slug}${batch.messages.length > 0 ? ': handler threw' : ''}:`, e));
   // Whatever the app's onError throws or rejects with must not stop delivery.
   const onError = (e: unknown, batch: MessageBatch) => callOnError(appOnError, e, batch);
 
@@ -495,12 +498,26 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     }
   }
 
-  const offReconnect = transport.onReconnect(() => void reattach());
+  /** The refusal last told to onError while the connection cannot come back: each is said once. */
+  let refusal: string | null = null;
+  const offReconnect = transport.onReconnect(() => {
+    refusal = null;
+    void reattach();
+  });
+  // Without this the run would wait in silence for ever (the emulator restarted with other tokens).
+  const offRefused =
+    transport.onReconnectFailed?.((e) => {
+      const said = `${(e as { code?: string })?.code}: ${(e as Error)?.message}`;
+      if (stopped || dropped || said === refusal) return;
+      refusal = said;
+      onError(e, noBatch());
+    }) ?? (() => {});
   try {
     await attach(true);
   } catch (e) {
     offEvent();
     offReconnect();
+    offRefused();
     if (owned) await transport.close();
     throw e;
   }
@@ -522,6 +539,7 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     if (stopped) return;
     stopped = true;
     offReconnect();
+    offRefused();
     // Detach first so no new batch comes; then finish what is in hand (up to its lease end). With
     // no connection up (the emulator closed or restarting) there is nothing to detach: the emulator
     // let the attachment go with the connection, and a detach would only wait out the reconnect.

@@ -44,6 +44,10 @@ export class HandleTransport implements Transport {
     return this.shared.onReconnect(listener);
   }
 
+  onReconnectFailed(listener: (error: unknown) => void): () => void {
+    return this.shared.onReconnectFailed?.(listener) ?? (() => {});
+  }
+
   isClosed(): boolean {
     return this.closed || (this.shared.isClosed?.() ?? false);
   }

@@ -15,6 +15,11 @@ export interface Transport {
   onEvent(listener: (event: ServerEvent) => void): () => void;
   /** Called after a reconnect, so faces can restore subscriptions and consumer attachments. */
   onReconnect(listener: () => void): () => void;
+  /**
+   * Called when a background reconnect is refused for a reason waiting will not cure by itself
+   * (`unauthorized`: the emulator came back with other tokens); it keeps trying all the same.
+   */
+  onReconnectFailed?(listener: (error: unknown) => void): () => void;
   close(): Promise<void>;
   /** True once closed for good: no request will succeed again, so retrying `unavailable` is pointless. */
   isClosed?(): boolean;

@@ -69,7 +69,7 @@ export class LocalTransport implements Transport {
     const frame = JSON.parse(encodeRequest(id, op, args)) as { id: number; op: string; args?: unknown };
     const answer = dispatch(this.engine, this.session, frame);
     return new Promise<OpResult<K>>((resolve, reject) => {
-      const fail = (e: Error) => {
+      const fail = (e: unknown) => {
         if (this.pending.delete(fail) && holds) this.hold(-1);
         if (signal) signal.removeEventListener('abort', onAbort);
         reject(e);

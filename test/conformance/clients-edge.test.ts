@@ -178,6 +178,62 @@ describe('clients: the emulator restarts under them', function () {
   });
 });
 
+describe('clients: aborting a call', function () {
+  it("a cache pull rejects with the signal's own reason, whatever it is (as fetch does); with none given, an AbortError", async () => {
+    const emu = await startTestEmulator();
+    const cache = createCache({ url: emu.url, token: emu.token, namespace: fresh('abort') });
+    try {
+      const q = cache.queue('q');
+      await q.stats(); // connected: the pulls below are held
+      const reasons: unknown[] = ['mine', { why: 1 }, new RangeError('stop'), 0];
+      for (const reason of reasons) {
+        const ac = new AbortController();
+        const pull = q.pull({ waitMs: 30_000, signal: ac.signal }).then(() => 'resolved', (e: unknown) => e);
+        ac.abort(reason);
+        assert.equal(await pull, reason);
+      }
+      const ac = new AbortController();
+      const pull = q.pull({ waitMs: 30_000, signal: ac.signal }).then(() => 'resolved', (e: unknown) => e);
+      ac.abort();
+      assert.equal((await pull as Error).name, 'AbortError');
+      assert.deepEqual(await q.stats().then((s) => s.inFlight), 0, 'nothing was leased');
+    } finally {
+      await cache.close();
+      await emu.close();
+    }
+  });
+
+  it('a call waiting for the emulator to come back ends as soon as its signal aborts, even in the middle of a dial', async () => {
+    const emu = await startTestEmulator();
+    const { url, token, port } = emu;
+    const q = remote.queue({ url, token, id: fresh('jobs') });
+    const cache = createCache({ url, token, namespace: fresh('ns') });
+    await q.stats();
+    await cache.queue('q').stats();
+    await emu.close();
+    // The port now takes each dial and never answers it: a dial lasts until the client's connect timeout.
+    const dials: import('node:net').Socket[] = [];
+    const silent = (await import('node:net')).createServer((sock) => void dials.push(sock));
+    await new Promise<void>((r) => silent.listen(port, '127.0.0.1', r));
+    try {
+      const ac = new AbortController();
+      const recv = q.recv({ timeoutMs: 30_000, signal: ac.signal });
+      const pull = cache.queue('q').pull({ waitMs: 30_000, signal: ac.signal }).then(() => 'resolved', (e: unknown) => e);
+      await until(() => dials.length >= 2, 'both clients dialled', 10_000);
+      ac.abort('stop');
+      assert.equal(await recv, null, 'an aborted recv is null');
+      assert.equal(await pull, 'stop');
+      // Settled while the dials still hang: the abort did not wait for them to time out.
+      assert.ok(dials.every((d) => !d.destroyed), 'the dials were still open when the calls ended');
+    } finally {
+      for (const d of dials) d.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+      await q.close();
+      await cache.close();
+    }
+  });
+});
+
 describe('clients: bodies JSON cannot carry', function () {
   let emu: Emu;
   let conn: Connection;

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmulator, type Emulator } from '../../../emulator/emulator';
+import { createEnv, runConsumer } from '../../../emulator/clients/env';
+import { until } from '../support';
+
+// runConsumer is a worker: it must outlive an emulator restart, and say so when the emulator it
+// finds again refuses it, rather than wait in silence.
+
+const ENV = path.resolve(__dirname, '../../../emulator/clients/env');
+
+async function withQueue(body: (t: { dir: string; emu: Emulator; restart: (opts?: { token?: string; port?: number }) => Promise<Emulator> }) => Promise<void>): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-env-restart-'));
+  let emu = await startEmulator({ dataDir: dir });
+  const { port, token } = emu;
+  const h = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const made = await fetch(`${emu.httpUrl}/v1/queues`, { method: 'POST', headers: h, body: JSON.stringify({ project: 'p', environment: 'dev', slug: 'q' }) });
+  assert.equal(made.status, 201);
+  const restart = async (opts: { token?: string; port?: number } = {}) => {
+    await emu.close();
+    emu = await startEmulator({ dataDir: dir, port: opts.port ?? port, token: opts.token ?? token });
+    return emu;
+  };
+  try {
+    await body({ dir, emu, restart });
+  } finally {
+    await emu.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('env: runConsumer across emulator restarts', function () {
+  this.timeout(40_000);
+
+  it('a worker process whose only work is runConsumer stays alive while the emulator is down, and consumes once it is back', async () => {
+    await withQueue(async ({ emu, restart }) => {
+      const { port, token, url } = emu;
+      const script = `const { runConsumer } = require(${JSON.stringify(ENV)});
+        runConsumer({ async queue(b) { for (const m of b.messages) console.log('got ' + JSON.stringify(m.body)); } },
+          { url: ${JSON.stringify(url)}, token: ${JSON.stringify(token)}, project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1,
+            onError: (e) => console.log('error ' + (e && e.code)) })
+          .then(() => console.log('ready'), (e) => { console.log('failed ' + e.message); process.exit(2); });`;
+      const child: ChildProcess = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      let exited: number | null | undefined;
+      child.stdout!.on('data', (d) => (out += String(d)));
+      child.on('exit', (code) => (exited = code));
+      const killer = setTimeout(() => child.kill('SIGKILL'), 35_000);
+      let hold: net.Server | null = null;
+      try {
+        await until(() => out.includes('ready') || exited !== undefined, 'the worker attached', 20_000);
+        assert.ok(out.includes('ready'), out);
+        // Down: the port is held by a listener that takes each dial and drops it, so the worker's
+        // reconnect attempts are seen (a worker that had exited would make none).
+        await emu.close();
+        let dials = 0;
+        hold = net.createServer((s) => {
+          dials++;
+          s.destroy();
+        });
+        await new Promise<void>((r) => hold!.listen(port, '127.0.0.1', r));
+        await until(() => dials >= 2 || exited !== undefined, 'the worker dialled again twice', 15_000);
+        assert.equal(exited, undefined, `the worker exited (code ${exited}) while the emulator was down`);
+        await new Promise<void>((r) => hold!.close(() => r()));
+        hold = null;
+        const back = await restart();
+        const sender = createEnv({ url: back.url, token, project: 'p', environment: 'dev' });
+        try {
+          await sender.queue.send('q', 'after the restart');
+        } finally {
+          await sender.close();
+        }
+        await until(() => out.includes('got "after the restart"') || exited !== undefined, 'the worker got the message sent after the restart', 20_000);
+        assert.ok(out.includes('got "after the restart"'), out);
+        assert.ok(!out.includes('error '), out);
+      } finally {
+        clearTimeout(killer);
+        hold?.close();
+        child.kill('SIGKILL');
+      }
+    });
+  });
+
+  it('an emulator back with other tokens is reported once through onError; back with the run\'s token, it consumes again', async () => {
+    await withQueue(async ({ emu, restart }) => {
+      const { token } = emu;
+      const errors: { code?: string; message: string }[] = [];
+      const seen: unknown[] = [];
+      const run = await runConsumer(
+        { async queue(b) { for (const m of b.messages) seen.push(m.body); } },
+        { url: emu.url, token, project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1, onError: (e) => errors.push(e as never) },
+      );
+      try {
+        // Back with a new token (as `quayside start --memory` makes one): every reconnect is refused.
+        let dials = 0;
+        await emu.close();
+        const other = await startEmulator({ port: emu.port, memory: true, token: 'qs_rw_another', log: (l) => void (l.startsWith('connection opened') && dials++) });
+        try {
+          await until(() => errors.length > 0, 'the refusal reported', 15_000);
+          assert.equal(errors[0].code, 'unauthorized');
+          assert.match(errors[0].message, /not known to this emulator/);
+          // Still retrying, and not said again: two more dials, each refused at its hello.
+          const reportedAt = dials;
+          await until(() => dials >= reportedAt + 2, 'two more reconnects', 15_000);
+          assert.equal(errors.length, 1, JSON.stringify(errors));
+        } finally {
+          await other.close();
+        }
+        // Started again with the run's token, on its data: the run attaches and consumes again.
+        const back = await restart();
+        const sender = createEnv({ url: back.url, token, project: 'p', environment: 'dev' });
+        try {
+          await sender.queue.send('q', 'back');
+        } finally {
+          await sender.close();
+        }
+        await until(() => seen.includes('back'), 'consumed after the right token came back', 20_000);
+        assert.equal(errors.length, 1, JSON.stringify(errors));
+      } finally {
+        await run.stop();
+      }
+    });
+  });
+});
