@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { QuaysideError, isCode } from '../errors';
 import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
-import { abortError } from './abort';
+import { abortError, orAbort } from './abort';
 import { pause } from './common';
 import { Slots, mayBeHeld } from './slots';
 import { checkConnectionOptions, encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
@@ -38,6 +38,8 @@ export class Connection implements Transport {
   /** Why the socket was cut by this side (see watch), for the error its requests get. */
   private cutReason: string | null = null;
   private ws: WebSocket | null = null;
+  /** The socket of a dial still in its handshake: close() ends it too. */
+  private dialling: WebSocket | null = null;
   private state: State = 'idle';
   private opening: Promise<void> | null = null;
   private nextId = 1;
@@ -120,10 +122,12 @@ export class Connection implements Transport {
       // Masking guards proxies against pages that choose what bytes a browser sends; a Node client
       // talking to its emulator has no such page in front of it.
       const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: this.connectTimeoutMs, generateMask: zeroMask });
+      this.dialling = ws;
       let settled = false;
       const fail = (err: Error) => {
         if (settled) return;
         settled = true;
+        if (this.dialling === ws) this.dialling = null;
         if (this.state !== 'closed') this.state = 'idle';
         if (this.ws === ws) this.ws = null; // (a refused hello): its heartbeat sees that and stops
         ws.removeAllListeners();
@@ -134,6 +138,9 @@ export class Connection implements Transport {
       ws.on('error', (e) => fail(new QuaysideError('unavailable', `cannot reach the emulator at ${url}: ${e.message}`)));
       ws.on('close', () => fail(new QuaysideError('unavailable', `the emulator at ${url} closed the connection`)));
       ws.on('open', () => {
+        // Closed while the handshake ran (a call that waited for it was aborted, then close()).
+        if (this.state === 'closed') return fail(new QuaysideError('unavailable', 'connection closed'));
+        if (this.dialling === ws) this.dialling = null;
         this.ws = ws;
         ws.removeAllListeners('close');
         ws.removeAllListeners('error');
@@ -146,6 +153,7 @@ export class Connection implements Transport {
         this.send('hello', helloArgs)
           .then((info) => {
             if (settled) return;
+            if (this.state === 'closed') return fail(new QuaysideError('unavailable', 'connection closed'));
             settled = true;
             this.serverInfo = info as OpResult<'hello'>;
             this.state = 'open';
@@ -219,7 +227,15 @@ export class Connection implements Transport {
       this.open().catch((e: unknown) => {
         // Refused rather than unreachable (another token after a restart, another protocol
         // version): retrying goes on, but whoever waits to come back is told why it does not.
-        if (this.state !== 'closed' && !isCode(e, 'unavailable')) for (const l of this.reconnectFailedListeners) l(e);
+        if (this.state !== 'closed' && !isCode(e, 'unavailable')) {
+          for (const l of this.reconnectFailedListeners) {
+            try {
+              l(e);
+            } catch {
+              // A listener's own failure must not stop the retrying.
+            }
+          }
+        }
         this.scheduleReconnect();
       });
     }, delay);
@@ -391,6 +407,10 @@ export class Connection implements Transport {
     this.state = 'closed';
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    // A dial still in its handshake would otherwise come back open after this close (its 'error'
+    // listener fails it, so whoever waits on the dial hears "unavailable").
+    this.dialling?.terminate();
+    this.dialling = null;
     const ws = this.ws;
     this.ws = null;
     this.resetSlots();
@@ -414,26 +434,6 @@ export class Connection implements Transport {
       });
     }
   }
-}
-
-/** `p`, or the signal's abort if that comes first. */
-function orAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** Open a connection and wait for the hello to succeed. */

@@ -305,6 +305,8 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   const onError = (e: unknown, batch: MessageBatch) => callOnError(appOnError, e, batch);
 
   let consumerId: string | null = null;
+  /** Stops listening for reconnects (set once the listeners are in place). */
+  let forgetReconnects = (): void => {};
   let attaching = true;
   let stopped = false;
   /** Set once the emulator answered the detach: no batch comes after that answer. */
@@ -319,6 +321,8 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     if (dropped || stopped) return;
     dropped = true;
     consumerId = null;
+    // Nothing will be attached again: no reason left to keep the process alive through reconnects.
+    forgetReconnects();
     onError(
       reason === 'token_changed'
         ? new QuaysideError('forbidden', `the connection's token changed to one that may not consume queue "${slug}": no more batches will come`)
@@ -512,6 +516,10 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
       refusal = said;
       onError(e, noBatch());
     }) ?? (() => {});
+  forgetReconnects = () => {
+    offReconnect();
+    offRefused();
+  };
   try {
     await attach(true);
   } catch (e) {

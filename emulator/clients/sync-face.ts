@@ -2,6 +2,7 @@ import { QuaysideError } from '../errors';
 import type { Delivery, QueueInfo, QueueRef } from '../protocol';
 import { LIMITS, nameProblem, syncEnvelopeBytes } from '../protocol';
 import { argsJson, type Transport } from './transport';
+import { orAbort } from './abort';
 import { EMULATOR_HANDLE_KEYS, asJsonTop, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
 import { DEFAULT_PREFIX, checkOrdering, syncNamespace, syncPolicy, type SyncDelivery, type SyncLimits, type SyncSettings } from './policies';
 
@@ -406,7 +407,15 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       const s = site(o.tenantId);
       const signal = optSignal(o.signal);
       if (signal?.aborted) return null;
-      if (!s.ready) await ensure(s, true).catch((e) => Promise.reject(productError(e, 'recv', s.tenant, id!)));
+      if (!s.ready) {
+        // The queue's first use may wait for the emulator to come back: an abort ends that wait too.
+        try {
+          await orAbort(ensure(s, true), signal);
+        } catch (e) {
+          if (signal?.aborted) return null;
+          throw productError(e, 'recv', s.tenant, id!);
+        }
+      }
       try {
         return await receive<T>(s, wait ? timeoutMs : 0, leaseMs, who, signal);
       } catch (e) {

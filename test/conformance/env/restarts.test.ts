@@ -120,8 +120,48 @@ describe('env: runConsumer across emulator restarts', function () {
         }
         await until(() => seen.includes('back'), 'consumed after the right token came back', 20_000);
         assert.equal(errors.length, 1, JSON.stringify(errors));
+        // Refused again after that: said again, once.
+        await back.close();
+        const again = await startEmulator({ port: back.port, memory: true, token: 'qs_rw_another' });
+        try {
+          await until(() => errors.length > 1, 'the second refusal reported', 15_000);
+          assert.equal(errors[1].code, 'unauthorized');
+        } finally {
+          await again.close();
+        }
+        await restart();
       } finally {
         await run.stop();
+      }
+    });
+  });
+
+  it('a worker whose queue was deleted lets its process end once the emulator stops (nothing is left to attach)', async () => {
+    await withQueue(async ({ emu }) => {
+      const { url, token } = emu;
+      const script = `const { runConsumer } = require(${JSON.stringify(ENV)});
+        runConsumer({ async queue() {} },
+          { url: ${JSON.stringify(url)}, token: ${JSON.stringify(token)}, project: 'p', environment: 'dev', queue: 'q',
+            onError: (e) => console.log('error ' + (e && e.code)) })
+          .then(() => console.log('ready'), (e) => { console.log('failed ' + e.message); process.exit(2); });`;
+      const child = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      let exited: number | null | undefined;
+      child.stdout!.on('data', (d) => (out += String(d)));
+      child.on('exit', (code) => (exited = code));
+      const killer = setTimeout(() => child.kill('SIGKILL'), 35_000);
+      try {
+        await until(() => out.includes('ready') || exited !== undefined, 'the worker attached', 20_000);
+        const h = { authorization: `Bearer ${token}` };
+        const list = (await (await fetch(`${emu.httpUrl}/v1/queues?project=p&environment=dev`, { headers: h })).json()) as { queues: { id: string }[] };
+        assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${list.queues[0].id}`, { method: 'DELETE', headers: h })).status, 200);
+        await until(() => out.includes('error not_found'), 'the worker told of the deletion', 10_000);
+        await emu.close();
+        await until(() => exited !== undefined, 'the worker process ended', 15_000);
+        assert.equal(exited, 0);
+      } finally {
+        clearTimeout(killer);
+        child.kill('SIGKILL');
       }
     });
   });
