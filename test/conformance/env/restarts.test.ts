@@ -33,27 +33,50 @@ async function withQueue(body: (t: { dir: string; emu: Emulator; restart: (opts?
   }
 }
 
+/** One message to p/dev/q, over a sender of its own. */
+async function sendOne(emu: Emulator, token: string, body: string): Promise<void> {
+  const sender = createEnv({ url: emu.url, token, project: 'p', environment: 'dev' });
+  try {
+    await sender.queue.send('q', body);
+  } finally {
+    await sender.close();
+  }
+}
+
+/** A process whose only work is a runConsumer on p/dev/q: it prints `ready`, `got <body>` and `error <code>`. */
+function spawnWorker(url: string, token: string): { out: () => string; exited: () => number | null | undefined; kill: () => void } {
+  const script = `const { runConsumer } = require(${JSON.stringify(ENV)});
+    runConsumer({ async queue(b) { for (const m of b.messages) console.log('got ' + JSON.stringify(m.body)); } },
+      { url: ${JSON.stringify(url)}, token: ${JSON.stringify(token)}, project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1,
+        onError: (e) => console.log('error ' + (e && e.code)) })
+      .then(() => console.log('ready'), (e) => { console.log('failed ' + e.message); process.exit(2); });`;
+  const child: ChildProcess = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  let exited: number | null | undefined;
+  child.stdout!.on('data', (d) => (out += String(d)));
+  child.on('exit', (code) => (exited = code));
+  const killer = setTimeout(() => child.kill('SIGKILL'), 35_000);
+  return {
+    out: () => out,
+    exited: () => exited,
+    kill: () => {
+      clearTimeout(killer);
+      child.kill('SIGKILL');
+    },
+  };
+}
+
 describe('env: runConsumer across emulator restarts', function () {
   this.timeout(40_000);
 
   it('a worker process whose only work is runConsumer stays alive while the emulator is down, and consumes once it is back', async () => {
     await withQueue(async ({ emu, restart }) => {
       const { port, token, url } = emu;
-      const script = `const { runConsumer } = require(${JSON.stringify(ENV)});
-        runConsumer({ async queue(b) { for (const m of b.messages) console.log('got ' + JSON.stringify(m.body)); } },
-          { url: ${JSON.stringify(url)}, token: ${JSON.stringify(token)}, project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1,
-            onError: (e) => console.log('error ' + (e && e.code)) })
-          .then(() => console.log('ready'), (e) => { console.log('failed ' + e.message); process.exit(2); });`;
-      const child: ChildProcess = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      let exited: number | null | undefined;
-      child.stdout!.on('data', (d) => (out += String(d)));
-      child.on('exit', (code) => (exited = code));
-      const killer = setTimeout(() => child.kill('SIGKILL'), 35_000);
+      const w = spawnWorker(url, token);
       let hold: net.Server | null = null;
       try {
-        await until(() => out.includes('ready') || exited !== undefined, 'the worker attached', 20_000);
-        assert.ok(out.includes('ready'), out);
+        await until(() => w.out().includes('ready') || w.exited() !== undefined, 'the worker attached', 20_000);
+        assert.ok(w.out().includes('ready'), w.out());
         // Down: the port is held by a listener that takes each dial and drops it, so the worker's
         // reconnect attempts are seen (a worker that had exited would make none).
         await emu.close();
@@ -63,24 +86,18 @@ describe('env: runConsumer across emulator restarts', function () {
           s.destroy();
         });
         await new Promise<void>((r) => hold!.listen(port, '127.0.0.1', r));
-        await until(() => dials >= 2 || exited !== undefined, 'the worker dialled again twice', 15_000);
-        assert.equal(exited, undefined, `the worker exited (code ${exited}) while the emulator was down`);
+        await until(() => dials >= 2 || w.exited() !== undefined, 'the worker dialled again twice', 15_000);
+        assert.equal(w.exited(), undefined, `the worker exited (code ${w.exited()}) while the emulator was down`);
         await new Promise<void>((r) => hold!.close(() => r()));
         hold = null;
         const back = await restart();
-        const sender = createEnv({ url: back.url, token, project: 'p', environment: 'dev' });
-        try {
-          await sender.queue.send('q', 'after the restart');
-        } finally {
-          await sender.close();
-        }
-        await until(() => out.includes('got "after the restart"') || exited !== undefined, 'the worker got the message sent after the restart', 20_000);
-        assert.ok(out.includes('got "after the restart"'), out);
-        assert.ok(!out.includes('error '), out);
+        await sendOne(back, token, 'after the restart');
+        await until(() => w.out().includes('got "after the restart"') || w.exited() !== undefined, 'the worker got the message sent after the restart', 20_000);
+        assert.ok(w.out().includes('got "after the restart"'), w.out());
+        assert.ok(!w.out().includes('error '), w.out());
       } finally {
-        clearTimeout(killer);
         hold?.close();
-        child.kill('SIGKILL');
+        w.kill();
       }
     });
   });
@@ -112,12 +129,7 @@ describe('env: runConsumer across emulator restarts', function () {
         }
         // Started again with the run's token, on its data: the run attaches and consumes again.
         const back = await restart();
-        const sender = createEnv({ url: back.url, token, project: 'p', environment: 'dev' });
-        try {
-          await sender.queue.send('q', 'back');
-        } finally {
-          await sender.close();
-        }
+        await sendOne(back, token, 'back');
         await until(() => seen.includes('back'), 'consumed after the right token came back', 20_000);
         assert.equal(errors.length, 1, JSON.stringify(errors));
         // Refused again after that: said again, once.
@@ -139,29 +151,18 @@ describe('env: runConsumer across emulator restarts', function () {
   it('a worker whose queue was deleted lets its process end once the emulator stops (nothing is left to attach)', async () => {
     await withQueue(async ({ emu }) => {
       const { url, token } = emu;
-      const script = `const { runConsumer } = require(${JSON.stringify(ENV)});
-        runConsumer({ async queue() {} },
-          { url: ${JSON.stringify(url)}, token: ${JSON.stringify(token)}, project: 'p', environment: 'dev', queue: 'q',
-            onError: (e) => console.log('error ' + (e && e.code)) })
-          .then(() => console.log('ready'), (e) => { console.log('failed ' + e.message); process.exit(2); });`;
-      const child = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      let exited: number | null | undefined;
-      child.stdout!.on('data', (d) => (out += String(d)));
-      child.on('exit', (code) => (exited = code));
-      const killer = setTimeout(() => child.kill('SIGKILL'), 35_000);
+      const w = spawnWorker(url, token);
       try {
-        await until(() => out.includes('ready') || exited !== undefined, 'the worker attached', 20_000);
+        await until(() => w.out().includes('ready') || w.exited() !== undefined, 'the worker attached', 20_000);
         const h = { authorization: `Bearer ${token}` };
         const list = (await (await fetch(`${emu.httpUrl}/v1/queues?project=p&environment=dev`, { headers: h })).json()) as { queues: { id: string }[] };
         assert.equal((await fetch(`${emu.httpUrl}/v1/queues/${list.queues[0].id}`, { method: 'DELETE', headers: h })).status, 200);
-        await until(() => out.includes('error not_found'), 'the worker told of the deletion', 10_000);
+        await until(() => w.out().includes('error not_found'), 'the worker told of the deletion', 10_000);
         await emu.close();
-        await until(() => exited !== undefined, 'the worker process ended', 15_000);
-        assert.equal(exited, 0);
+        await until(() => w.exited() !== undefined, 'the worker process ended', 15_000);
+        assert.equal(w.exited(), 0);
       } finally {
-        clearTimeout(killer);
-        child.kill('SIGKILL');
+        w.kill();
       }
     });
   });
