@@ -124,9 +124,27 @@ export class Connection implements Transport {
       const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: this.connectTimeoutMs, generateMask: zeroMask });
       this.dialling = ws;
       let settled = false;
+      // The whole dial, upgrade and hello, within connectTimeoutMs: a peer that takes the upgrade
+      // and never answers hello (another WebSocket service on the port, an emulator frozen right
+      // after the upgrade) must not hold every call for ever.
+      const dialTimer = setTimeout(() => {
+        const err = new QuaysideError('unavailable', `the emulator at ${url} did not answer hello within ${this.connectTimeoutMs} ms`);
+        if (this.ws === ws) {
+          // Adopted for its hello, the one request on it: fail it here, as its close will not.
+          for (const [, p] of this.pending) {
+            p.cleanup();
+            p.reject(err);
+          }
+          this.pending.clear();
+          this.resetSlots();
+        }
+        fail(err);
+      }, this.connectTimeoutMs);
+      dialTimer.unref();
       const fail = (err: Error) => {
         if (settled) return;
         settled = true;
+        clearTimeout(dialTimer);
         if (this.dialling === ws) this.dialling = null;
         if (this.state !== 'closed') this.state = 'idle';
         if (this.ws === ws) this.ws = null; // (a refused hello): its heartbeat sees that and stops
@@ -155,6 +173,7 @@ export class Connection implements Transport {
             if (settled) return;
             if (this.state === 'closed') return fail(new QuaysideError('unavailable', 'connection closed'));
             settled = true;
+            clearTimeout(dialTimer);
             this.serverInfo = info as OpResult<'hello'>;
             this.state = 'open';
             this.backoffMs = 50;
@@ -171,8 +190,9 @@ export class Connection implements Transport {
   /**
    * While requests wait on `ws`, a ping every heartbeatMs; a socket that leaves two in a row
    * unanswered is cut, so its requests fail instead of waiting for ever on an emulator that is frozen
-   * (SIGSTOP, a suspended machine) or a connection that died without a close. An idle socket is
-   * not pinged: nothing waits on it, and the next request finds out for itself.
+   * (SIGSTOP, a suspended machine) or a connection that died without a close. A socket nothing
+   * waits on (no request, no consumer, no subscription) is not pinged: the next request finds out
+   * for itself.
    */
   private watch(ws: WebSocket): void {
     // Two pings in a row unanswered, not one: an emulator busy for a while (a purge of a huge
@@ -181,7 +201,9 @@ export class Connection implements Transport {
     ws.on('pong', () => (unanswered = 0));
     const timer = setInterval(() => {
       if (this.ws !== ws) return clearInterval(timer);
-      if (this.pending.size === 0) {
+      // A consumer waiting for batches, or a subscription, waits on the socket too: a link that died
+      // without a word must be found and dialled again, or batches go into it until they fail.
+      if (this.pending.size === 0 && this.eventListeners.size === 0 && this.reconnectListeners.size === 0) {
         unanswered = 0;
         return;
       }

@@ -6,6 +6,9 @@ import { Connection } from './connection';
 import type { Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, options, optFunction, optKey, optMs, optObject, optSeconds, optSignal, optString, optTransport, pause, thrownText } from './common';
 
+/** How long stop() waits for the emulator to take a detach (a call's wait for a connection). */
+const DETACH_WAIT_MS = 5000;
+
 // The `env` dialect (seeds/001): apps send with env.queue.send / sendBatch by slug within their
 // (project, environment); a consumer app's queue(batch, env, ctx) is run by runConsumer().
 // Queues are created in the console / management API (or quayside.json), never by a send.
@@ -551,7 +554,9 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     // Detach first so no new batch comes; then finish what is in hand (up to its lease end). With
     // no connection up (the emulator closed or restarting) there is nothing to detach: the emulator
     // let the attachment go with the connection, and a detach would only wait out the reconnect.
-    if (consumerId && transport.isOpen !== false) await transport.request('consumer.detach', { consumer: consumerId }).catch(() => {});
+    // Bounded as a dial is: on a link that died without a word the detach would wait for the
+    // heartbeat to cut it (up to 45 s), and the emulator lets the attachment go with the link anyway.
+    if (consumerId && transport.isOpen !== false) await transport.request('consumer.detach', { consumer: consumerId }, { signal: AbortSignal.timeout(DETACH_WAIT_MS) }).catch(() => {});
     detached = true;
     await Promise.all([...inHand].map(finishOrTimeOut));
     offEvent();

@@ -178,6 +178,29 @@ describe('clients: the emulator restarts under them', function () {
   });
 });
 
+describe('clients: a peer that takes the upgrade and never answers hello', function () {
+  it('fails each call unavailable within the connect timeout instead of holding it for ever', async () => {
+    // Another WebSocket service on the port: it upgrades, answers pings, and says nothing.
+    const wss = new WebSocket.Server({ host: '127.0.0.1', port: 0 });
+    await new Promise<void>((r) => wss.once('listening', () => r()));
+    const conn = new Connection({ url: `ws://127.0.0.1:${(wss.address() as import('node:net').AddressInfo).port}`, token: 'qs_rw_x', connectTimeoutMs: 300, heartbeatMs: 10_000 });
+    const within = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('still waiting after 10 s')), 10_000).unref())]);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const e = await within(conn.request('queue.list', {}).then(() => null, (err: QuaysideError) => err));
+        assert.ok(e instanceof QuaysideError, String(e));
+        assert.equal(e.code, 'unavailable');
+        assert.match(e.message, /did not answer hello within 300 ms/);
+      }
+      assert.equal(conn.isOpen, false);
+    } finally {
+      await conn.close();
+      for (const c of wss.clients) c.terminate();
+      await new Promise<void>((r) => wss.close(() => r()));
+    }
+  });
+});
+
 describe('clients: aborting a call', function () {
   it("a cache pull rejects with the signal's own reason, whatever it is (as fetch does); with none given, an AbortError", async () => {
     const emu = await startTestEmulator();

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEmulator, type Emulator } from '../../../emulator/emulator';
 import { createEnv, runConsumer } from '../../../emulator/clients/env';
+import { Connection } from '../../../emulator/clients/connection';
 import { until } from '../support';
 
 // runConsumer is a worker: it must outlive an emulator restart, and say so when the emulator it
@@ -62,6 +63,38 @@ function spawnWorker(url: string, token: string): { out: () => string; exited: (
     kill: () => {
       clearTimeout(killer);
       child.kill('SIGKILL');
+    },
+  };
+}
+
+/**
+ * A TCP proxy to `port` whose stall() freezes every link open now (bytes stop both ways, nothing
+ * is closed: a network that died without a word); links made after it forward as before.
+ */
+async function stallingProxy(port: number): Promise<{ url: string; links: () => number; stall: () => void; close: () => Promise<void> }> {
+  const open = new Set<net.Socket>();
+  const frozen = new Set<net.Socket>();
+  let links = 0;
+  const server = net.createServer((inbound) => {
+    links++;
+    const upstream = net.connect(port, '127.0.0.1');
+    for (const [from, to] of [[inbound, upstream], [upstream, inbound]] as const) {
+      open.add(from);
+      from.on('data', (d) => void (frozen.has(from) || to.write(d)));
+      from.on('error', () => to.destroy());
+      from.on('close', () => to.destroy());
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `ws://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    links: () => links,
+    stall: () => {
+      for (const sock of open) frozen.add(sock);
+    },
+    close: async () => {
+      for (const sock of open) sock.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
     },
   };
 }
@@ -144,6 +177,44 @@ describe('env: runConsumer across emulator restarts', function () {
         await restart();
       } finally {
         await run.stop();
+      }
+    });
+  });
+
+  it('a consumer on a link that died without a word finds out by its heartbeat, dials again and gets the next batch', async () => {
+    await withQueue(async ({ emu }) => {
+      const proxy = await stallingProxy(emu.port);
+      const conn = new Connection({ url: proxy.url, token: emu.token, heartbeatMs: 50 });
+      const seen: unknown[] = [];
+      const run = await runConsumer({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, { project: 'p', environment: 'dev', queue: 'q', maxBatchSize: 1, transport: conn });
+      try {
+        assert.equal(proxy.links(), 1);
+        proxy.stall();
+        // Idle (no request waits), yet the silent link is cut and dialled again.
+        await until(() => proxy.links() >= 2 && conn.isOpen, 'a new link', 15_000);
+        await until(async () => (await fetch(`${emu.httpUrl}/healthz`).then((r) => r.json()) as { connections: number }).connections === 1, 'the old link gone from the emulator', 15_000);
+        await sendOne(emu, emu.token, 'after the stall');
+        await until(() => seen.includes('after the stall'), 'the batch over the new link', 15_000);
+      } finally {
+        await run.stop();
+        await conn.close();
+        await proxy.close();
+      }
+    });
+  });
+
+  it('stop() on a link that died without a word ends within a dial\'s wait, not after the heartbeat cuts it', async () => {
+    await withQueue(async ({ emu }) => {
+      const proxy = await stallingProxy(emu.port);
+      const conn = new Connection({ url: proxy.url, token: emu.token, heartbeatMs: 600_000 });
+      const run = await runConsumer({ async queue() {} }, { project: 'p', environment: 'dev', queue: 'q', transport: conn });
+      try {
+        proxy.stall();
+        const stopped = await Promise.race([run.stop().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000).unref())]);
+        assert.equal(stopped, true, 'stop() was still waiting on the dead link after 15 s');
+      } finally {
+        await conn.close();
+        await proxy.close();
       }
     });
   });
