@@ -17,7 +17,12 @@ interface Pending {
   cleanup: () => void;
   /** A pull the server may be holding, sent on the socket: close() cancels it first. */
   held?: boolean;
+  /** On the wire: close() waits for its answer rather than report an outcome it does not know. */
+  sent?: boolean;
 }
+
+/** How long close() waits for the answers of requests already sent (a stopping emulator's own bound). */
+const CLOSE_ANSWER_WAIT_MS = 500;
 
 type State = 'idle' | 'connecting' | 'open' | 'closed';
 
@@ -40,6 +45,8 @@ export class Connection implements Transport {
   private ws: WebSocket | null = null;
   /** The socket of a dial still in its handshake: close() ends it too. */
   private dialling: WebSocket | null = null;
+  /** Set while close() waits for the answers of requests on the wire: called once none is left. */
+  private drained: (() => void) | null = null;
   private state: State = 'idle';
   private opening: Promise<void> | null = null;
   private nextId = 1;
@@ -232,6 +239,7 @@ export class Connection implements Transport {
       p.reject(err);
     }
     this.pending.clear();
+    this.drained?.();
     if (this.state === 'closed') return;
     this.state = 'idle';
     // Reconnect in the background only if someone listens for events or reconnects
@@ -286,6 +294,7 @@ export class Connection implements Transport {
     p.cleanup();
     if (frame.ok) p.resolve(frame.result);
     else p.reject(QuaysideError.fromWire(frame.error));
+    if (this.pending.size === 0) this.drained?.();
   }
 
   /** Send on the open socket (used for hello before the state is `open`). */
@@ -328,6 +337,7 @@ export class Connection implements Transport {
         if (!this.pending.has(id)) return;
         sent = true;
         entry.held = held;
+        entry.sent = true;
         this.transmit(ws, text, (err) => {
           if (err && this.pending.has(id)) {
             this.pending.delete(id);
@@ -425,7 +435,15 @@ export class Connection implements Transport {
     return this.state === 'closed';
   }
 
-  async close(): Promise<void> {
+  /** Closes for good; a second call gets the first one's promise. */
+  close(): Promise<void> {
+    this.closing ??= this.closeNow();
+    return this.closing;
+  }
+
+  private closing: Promise<void> | null = null;
+
+  private async closeNow(): Promise<void> {
     this.state = 'closed';
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
@@ -434,17 +452,37 @@ export class Connection implements Transport {
     this.dialling?.terminate();
     this.dialling = null;
     const ws = this.ws;
-    this.ws = null;
-    this.resetSlots();
+    this.parked = []; // never sent: failed below as "connection closed", which is the whole truth
     const err = new QuaysideError('unavailable', 'connection closed');
     for (const [id, p] of this.pending) {
+      if (p.sent && !p.held && ws?.readyState === WebSocket.OPEN) continue; // its answer is awaited below
       // Cancelled ahead of the close frame: an answer already on its way is given back by the
       // server (we will not read it), so closing never leaves a message leased to nobody.
       if (p.held && ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ id: this.nextId++, op: 'cancel', args: { request: id } }));
+      this.pending.delete(id);
       p.cleanup();
       p.reject(err);
     }
-    this.pending.clear();
+    // Requests on the wire may have been applied: their answers come after their commits, so they
+    // are waited for (as long as a stopping emulator waits for its own), not reported as failed.
+    if (this.pending.size > 0 && ws) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, CLOSE_ANSWER_WAIT_MS);
+        this.drained = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      this.drained = null;
+      const unknown = new QuaysideError('unavailable', `connection closed before the emulator answered (within ${CLOSE_ANSWER_WAIT_MS} ms): the call may have been applied`);
+      for (const [, p] of this.pending) {
+        p.cleanup();
+        p.reject(unknown);
+      }
+      this.pending.clear();
+    }
+    if (this.ws === ws) this.ws = null;
+    this.resetSlots();
     if (ws && ws.readyState !== WebSocket.CLOSED) {
       await new Promise<void>((resolve) => {
         ws.once('close', () => resolve());

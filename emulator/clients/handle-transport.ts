@@ -1,6 +1,7 @@
 import { QuaysideError } from '../errors';
 import type { OpArgs, OpName, OpResult, ServerEvent } from '../protocol';
 import { abortError } from './abort';
+import { mayBeHeld } from './slots';
 import type { RequestOptions, Transport } from './transport';
 
 const handleClosed = () => new QuaysideError('unavailable', 'this queue handle was closed');
@@ -9,7 +10,8 @@ const handleClosed = () => new QuaysideError('unavailable', 'this queue handle w
  * One handle's view of a transport it shares with others (the in-memory engine's session, or a
  * connection the caller passed in). close() cancels the handle's calls still waiting (a held recv
  * is cancelled in the engine, so it leases nothing) and fails them, and later ones, with
- * `unavailable`; the shared transport stays open and the other handles go on.
+ * `unavailable`; a call on its way that may change state gets its own answer. The shared transport
+ * stays open and the other handles go on.
  */
 export class HandleTransport implements Transport {
   private closed = false;
@@ -24,14 +26,17 @@ export class HandleTransport implements Transport {
     const ac = new AbortController();
     const onOuter = () => ac.abort(outer!.reason);
     outer?.addEventListener('abort', onOuter, { once: true });
-    this.calls.add(ac);
+    // Only a call that may wait (a held pull) is ended by close(): a send or an ack on its way may
+    // be applied, so it is left to its own answer rather than reported as failed.
+    const ends = mayBeHeld(op, args);
+    if (ends) this.calls.add(ac);
     try {
       return await this.shared.request(op, args, { signal: ac.signal });
     } catch (e) {
-      if (this.closed && !outer?.aborted) throw handleClosed();
+      if (this.closed && ac.signal.aborted && !outer?.aborted) throw handleClosed();
       throw e;
     } finally {
-      this.calls.delete(ac);
+      if (ends) this.calls.delete(ac);
       outer?.removeEventListener('abort', onOuter);
     }
   }

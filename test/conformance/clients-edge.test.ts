@@ -201,6 +201,68 @@ describe('clients: a peer that takes the upgrade and never answers hello', funct
   });
 });
 
+describe('clients: closing with writes on the wire', function () {
+  const N = 200;
+  /** Starts N pushes, closes while they are on their way, and says how each ended. */
+  async function closeDuring(push: (i: number) => Promise<unknown>, close: () => Promise<void>, inMemory = false): Promise<{ resolved: number; rejected: QuaysideError[] }> {
+    const outcomes = Array.from({ length: N }, (_, i) => push(i).then(() => null, (e: QuaysideError) => e));
+    // Every frame written, no answer read yet; in memory, every call handed to the engine, whose
+    // commit waits for the next setImmediate.
+    if (inMemory) for (let i = 0; i < 50; i++) await Promise.resolve();
+    else await new Promise((r) => setImmediate(r));
+    await close();
+    const ended = await Promise.all(outcomes);
+    return { resolved: ended.filter((e) => e === null).length, rejected: ended.filter((e): e is QuaysideError => e !== null) };
+  }
+
+  it('a send on its way when its client closes gets its real answer: none applied is reported failed (cache, sync on a shared connection, in memory)', async () => {
+    const emu = await startTestEmulator();
+    const admin = createCache({ url: emu.url, token: emu.token, namespace: fresh('close') });
+    const shared = new Connection({ url: emu.url, token: emu.token });
+    try {
+      // cache over its own connection
+      const ns = fresh('close');
+      const cache = createCache({ url: emu.url, token: emu.token, namespace: ns });
+      const q = cache.queue('q');
+      await q.stats(); // connected, so the pushes go out at once
+      const c = await closeDuring((i) => q.push({ i }), () => cache.close());
+      const depth = (await createCache({ ...emu, namespace: ns, transport: shared }).queue('q').stats()).depth;
+      assert.ok(depth > 0, 'some pushes reached the emulator before the close');
+      assert.equal(c.resolved, depth, `${c.rejected.length} rejected: ${c.rejected[0]?.message}`);
+
+      // a sync handle over a shared connection: its close ends its own waits, not its sends
+      const id = fresh('jobs');
+      const h = remote.queue({ id, transport: shared });
+      await h.stats();
+      const s = await closeDuring((i) => h.send({ data: i }), () => h.close());
+      const ready = (await remote.queue({ id, transport: shared }).stats()).ready;
+      assert.ok(ready > 0);
+      assert.equal(s.resolved, ready, `${s.rejected.length} rejected: ${s.rejected[0]?.message}`);
+
+      // in memory (a handle's own view of the shared in-process session): every send was handed to
+      // the engine, so every one is answered
+      const mid = fresh('mem');
+      const m = memory.queue({ id: mid });
+      await m.stats();
+      const r = await closeDuring((i) => m.send({ data: i }), () => m.close(), true);
+      assert.equal(r.resolved, (await memory.queue({ id: mid }).stats()).ready);
+      assert.equal(r.resolved, N);
+
+      // and a held recv still ends at close, leasing nothing
+      const w = remote.queue({ id: fresh('jobs'), transport: shared });
+      await w.stats();
+      const waiting = w.recv({ timeoutMs: 30_000 }).then(() => 'answered', (e: QuaysideError) => e.code);
+      await new Promise((res) => setTimeout(res, 20));
+      await w.close();
+      assert.equal(await waiting, 'unavailable');
+    } finally {
+      await admin.close();
+      await shared.close();
+      await emu.close();
+    }
+  });
+});
+
 describe('clients: aborting a call', function () {
   it("a cache pull rejects with the signal's own reason, whatever it is (as fetch does); with none given, an AbortError", async () => {
     const emu = await startTestEmulator();
