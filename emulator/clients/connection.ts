@@ -135,8 +135,9 @@ export class Connection implements Transport {
       // and never answers hello (another WebSocket service on the port, an emulator frozen right
       // after the upgrade) must not hold every call for ever.
       const dialTimer = setTimeout(() => {
-        const err = new QuaysideError('unavailable', `the emulator at ${url} did not answer hello within ${this.connectTimeoutMs} ms`);
-        if (this.ws === ws) {
+        const adopted = this.ws === ws;
+        const err = new QuaysideError('unavailable', `the emulator at ${url} did not ${adopted ? 'answer hello' : 'complete the WebSocket upgrade'} within ${this.connectTimeoutMs} ms`);
+        if (adopted) {
           // Adopted for its hello, the one request on it: fail it here, as its close will not.
           for (const [, p] of this.pending) {
             p.cleanup();
@@ -206,6 +207,7 @@ export class Connection implements Transport {
     // queue) or this process's own loop held up must not cost requests that may have been applied.
     let unanswered = 0;
     ws.on('pong', () => (unanswered = 0));
+    ws.on('message', () => (unanswered = 0)); // any frame shows the emulator alive
     const timer = setInterval(() => {
       if (this.ws !== ws) return clearInterval(timer);
       // A consumer waiting for batches, or a subscription, waits on the socket too: a link that died
@@ -214,9 +216,11 @@ export class Connection implements Transport {
         unanswered = 0;
         return;
       }
-      if (unanswered >= 2) {
+      // A socket only listened on (no request waiting) gets four: an emulator busy for a while (a
+      // purge of a huge queue) must not cost a consumer its attachment and its batches in hand.
+      if (unanswered >= (this.pending.size > 0 ? 2 : 4)) {
         clearInterval(timer);
-        this.cutReason = `the emulator at ${this.activeUrl ?? this.url} did not answer two pings, ${this.heartbeatMs} ms apart`;
+        this.cutReason = `the emulator at ${this.activeUrl ?? this.url} did not answer ${unanswered} pings in a row, ${this.heartbeatMs} ms apart`;
         ws.terminate();
         return;
       }
@@ -290,15 +294,20 @@ export class Connection implements Transport {
     if (typeof frame.id === 'number' || frame.id === null) this.freeSlot();
     const p = typeof frame.id === 'number' ? this.pending.get(frame.id) : undefined;
     if (!p) return;
-    this.pending.delete(frame.id as number);
+    this.forget(frame.id as number);
     p.cleanup();
     if (frame.ok) p.resolve(frame.result);
     else p.reject(QuaysideError.fromWire(frame.error));
+  }
+
+  /** Drops a request that has its outcome; the last one a closing connection waited for ends the wait. */
+  private forget(id: number): void {
+    this.pending.delete(id);
     if (this.pending.size === 0) this.drained?.();
   }
 
   /** Send on the open socket (used for hello before the state is `open`). */
-  private send(op: OpName, args: unknown, signal?: AbortSignal, held = false): Promise<unknown> {
+  private send(op: OpName, args: unknown, signal?: AbortSignal, held = false, onSent?: () => void): Promise<unknown> {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
       return Promise.reject(new QuaysideError('unavailable', `not connected to the emulator at ${this.activeUrl ?? this.url}`));
@@ -323,7 +332,7 @@ export class Connection implements Transport {
         // An abandoned held request is cancelled on the server, so it leases nothing for us.
         onAbort = () => {
           if (!this.pending.has(id)) return;
-          this.pending.delete(id);
+          this.forget(id);
           if (sent) {
             const cancel = JSON.stringify({ id: this.nextId++, op: 'cancel', args: { request: id } });
             this.whenSlotFree(() => this.transmit(ws, cancel));
@@ -338,9 +347,10 @@ export class Connection implements Transport {
         sent = true;
         entry.held = held;
         entry.sent = true;
+        onSent?.();
         this.transmit(ws, text, (err) => {
           if (err && this.pending.has(id)) {
-            this.pending.delete(id);
+            this.forget(id);
             cleanup();
             reject(new QuaysideError('unavailable', `could not send to the emulator: ${err.message}`));
           }
@@ -393,7 +403,7 @@ export class Connection implements Transport {
       await this.openWithin(this.connectTimeoutMs, opts.signal);
       if (opts.signal?.aborted) throw abortError(opts.signal);
     }
-    return (await this.send(op, args, opts.signal, held)) as OpResult<K>;
+    return (await this.send(op, args, opts.signal, held, opts.onSent)) as OpResult<K>;
   }
 
   /** Keep trying to (re)connect for up to `ms`, so a request rides out an emulator restart. */
@@ -444,6 +454,8 @@ export class Connection implements Transport {
   private closing: Promise<void> | null = null;
 
   private async closeNow(): Promise<void> {
+    // Before hello was answered nothing but hello went out: nothing to wait for, nothing applied.
+    const wasOpen = this.state === 'open';
     this.state = 'closed';
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
@@ -455,7 +467,7 @@ export class Connection implements Transport {
     this.parked = []; // never sent: failed below as "connection closed", which is the whole truth
     const err = new QuaysideError('unavailable', 'connection closed');
     for (const [id, p] of this.pending) {
-      if (p.sent && !p.held && ws?.readyState === WebSocket.OPEN) continue; // its answer is awaited below
+      if (wasOpen && p.sent && !p.held && ws?.readyState === WebSocket.OPEN) continue; // its answer is awaited below
       // Cancelled ahead of the close frame: an answer already on its way is given back by the
       // server (we will not read it), so closing never leaves a message leased to nobody.
       if (p.held && ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ id: this.nextId++, op: 'cancel', args: { request: id } }));
@@ -483,14 +495,17 @@ export class Connection implements Transport {
     }
     if (this.ws === ws) this.ws = null;
     this.resetSlots();
-    if (ws && ws.readyState !== WebSocket.CLOSED) {
+    if (ws && !wasOpen) {
+      ws.terminate(); // mid-dial: its own failure (the hello refused above) also lets it go
+    } else if (ws && ws.readyState !== WebSocket.CLOSED) {
       await new Promise<void>((resolve) => {
         ws.once('close', () => resolve());
         ws.close();
+        // Kept referenced (at most 500 ms): an unreferenced one let the process end with close() unsettled.
         setTimeout(() => {
           ws.terminate();
           resolve();
-        }, 500).unref?.();
+        }, 500);
       });
     }
   }

@@ -26,17 +26,18 @@ export class HandleTransport implements Transport {
     const ac = new AbortController();
     const onOuter = () => ac.abort(outer!.reason);
     outer?.addEventListener('abort', onOuter, { once: true });
-    // Only a call that may wait (a held pull) is ended by close(): a send or an ack on its way may
-    // be applied, so it is left to its own answer rather than reported as failed.
-    const ends = mayBeHeld(op, args);
-    if (ends) this.calls.add(ac);
+    // close() ends a call that may wait (a held pull), and any call not yet sent (waiting for a
+    // connection); a send or an ack on its way may be applied, so it is left to its own answer.
+    const held = mayBeHeld(op, args);
+    this.calls.add(ac);
+    const onSent = held ? undefined : () => this.calls.delete(ac);
     try {
-      return await this.shared.request(op, args, { signal: ac.signal });
+      return await this.shared.request(op, args, { signal: ac.signal, onSent });
     } catch (e) {
       if (this.closed && ac.signal.aborted && !outer?.aborted) throw handleClosed();
       throw e;
     } finally {
-      if (ends) this.calls.delete(ac);
+      this.calls.delete(ac);
       outer?.removeEventListener('abort', onOuter);
     }
   }

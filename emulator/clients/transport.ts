@@ -3,6 +3,8 @@ import { LIMITS, lossyNullAt, lossyNullMessage, pathToUnencodable, type OpArgs, 
 
 export interface RequestOptions {
   signal?: AbortSignal;
+  /** Called once the request has left for the emulator: from then on it may be applied. */
+  onSent?: () => void;
 }
 
 /**

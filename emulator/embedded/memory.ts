@@ -67,6 +67,7 @@ export class LocalTransport implements Transport {
     // The args as the server would see them off the socket: a BigInt or a cycle is invalid_argument,
     // and a request larger than a frame is refused as it would be over the network.
     const frame = JSON.parse(encodeRequest(id, op, args)) as { id: number; op: string; args?: unknown };
+    opts.onSent?.();
     const answer = dispatch(this.engine, this.session, frame);
     return new Promise<OpResult<K>>((resolve, reject) => {
       const fail = (e: unknown) => {

@@ -327,7 +327,7 @@ describe('reliability: resources and faults', function () {
       const e = await conn.request('queue.list', {}).then(() => null, (err: QuaysideError) => err);
       assert.ok(e instanceof QuaysideError, 'the request failed');
       assert.equal(e.code, 'unavailable');
-      assert.match(e.message, /did not answer two pings, 100 ms apart/);
+      assert.match(e.message, /did not answer 2 pings in a row, 100 ms apart/);
       c.proc.kill('SIGCONT');
       assert.deepEqual((await conn.request('queue.list', {})).queues.map((q) => q.name), ['q']);
       // A hello refused (a token it does not know) leaves no socket behind for the heartbeat to watch.
