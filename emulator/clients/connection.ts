@@ -139,11 +139,7 @@ export class Connection implements Transport {
         const err = new QuaysideError('unavailable', `the emulator at ${url} did not ${adopted ? 'answer hello' : 'complete the WebSocket upgrade'} within ${this.connectTimeoutMs} ms`);
         if (adopted) {
           // Adopted for its hello, the one request on it: fail it here, as its close will not.
-          for (const [, p] of this.pending) {
-            p.cleanup();
-            p.reject(err);
-          }
-          this.pending.clear();
+          this.failPending(err);
           this.resetSlots();
         }
         fail(err);
@@ -238,12 +234,7 @@ export class Connection implements Transport {
     this.resetSlots();
     const err = new QuaysideError('unavailable', this.cutReason ?? `lost the connection to the emulator at ${this.activeUrl ?? this.url}`);
     this.cutReason = null;
-    for (const [, p] of this.pending) {
-      p.cleanup();
-      p.reject(err);
-    }
-    this.pending.clear();
-    this.drained?.();
+    this.failPending(err);
     if (this.state === 'closed') return;
     this.state = 'idle';
     // Reconnect in the background only if someone listens for events or reconnects
@@ -298,6 +289,16 @@ export class Connection implements Transport {
     p.cleanup();
     if (frame.ok) p.resolve(frame.result);
     else p.reject(QuaysideError.fromWire(frame.error));
+  }
+
+  /** Fails every request still waiting for an answer (its socket is gone, or given up on). */
+  private failPending(err: Error): void {
+    for (const [, p] of this.pending) {
+      p.cleanup();
+      p.reject(err);
+    }
+    this.pending.clear();
+    this.drained?.();
   }
 
   /** Drops a request that has its outcome; the last one a closing connection waited for ends the wait. */
@@ -486,12 +487,7 @@ export class Connection implements Transport {
         };
       });
       this.drained = null;
-      const unknown = new QuaysideError('unavailable', `connection closed before the emulator answered (within ${CLOSE_ANSWER_WAIT_MS} ms): the call may have been applied`);
-      for (const [, p] of this.pending) {
-        p.cleanup();
-        p.reject(unknown);
-      }
-      this.pending.clear();
+      this.failPending(new QuaysideError('unavailable', `connection closed before the emulator answered (within ${CLOSE_ANSWER_WAIT_MS} ms): the call may have been applied`));
     }
     if (this.ws === ws) this.ws = null;
     this.resetSlots();

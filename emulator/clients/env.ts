@@ -527,8 +527,7 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     await attach(true);
   } catch (e) {
     offEvent();
-    offReconnect();
-    offRefused();
+    forgetReconnects();
     if (owned) await transport.close();
     throw e;
   }
@@ -549,8 +548,7 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   async function stopNow(): Promise<void> {
     if (stopped) return;
     stopped = true;
-    offReconnect();
-    offRefused();
+    forgetReconnects();
     // Detach first so no new batch comes; then finish what is in hand (up to its lease end). With
     // no connection up (the emulator closed or restarting) there is nothing to detach: the emulator
     // let the attachment go with the connection, and a detach would only wait out the reconnect.
