@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/emulator';
 import { Connection } from '../../emulator/clients/connection';
 import { QuaysideError } from '../../emulator/errors';
+import type { Transport } from '../../emulator/clients/transport';
 
 export { rng } from '../../scripts/seeded-random';
 
@@ -90,6 +91,23 @@ export async function httpCall(emu: Emulator, method: string, path: string, body
 /** A raw protocol connection, for looking at what a face did (audit log, tokens, peeks). */
 export function admin(emu: Emulator): Connection {
   return new Connection({ url: emu.url, token: emu.token, client: 'conformance-admin' });
+}
+
+/**
+ * A transport over `conn` whose requests go through `request` first, so a test can see (or hold,
+ * or fail) what a face sends; everything else is the connection's own.
+ */
+export function through(conn: Connection, request: Transport['request']): Transport {
+  return {
+    request,
+    onEvent: (l) => conn.onEvent(l),
+    onReconnect: (l) => conn.onReconnect(l),
+    close: () => conn.close(),
+    isClosed: () => conn.isClosed(),
+    get isOpen() {
+      return conn.isOpen;
+    },
+  };
 }
 
 /** A read-only token for one namespace (or all). */

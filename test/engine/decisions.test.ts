@@ -86,11 +86,16 @@ describe('engine: decisions', () => {
       await t.engine.createQueue({ ...ref, dialect: 'sync' });
       const a = await t.engine.push({ ...ref, body: 1, dedupeKey: 'a' });
       const b = await t.engine.push({ ...ref, body: 1, dedupeKey: 'b', dedupeTtlMs: 1000 });
-      await t.advance(1000);
-      assert.equal((await t.engine.push({ ...ref, body: 1, dedupeKey: 'b' })).deduped, false);
+      await t.advance(999);
+      assert.deepEqual(await t.engine.push({ ...ref, body: 1, dedupeKey: 'b' }), { id: b.id, deduped: true }, 'inside its 1 s');
+      await t.advance(1);
+      assert.equal((await t.engine.push({ ...ref, body: 1, dedupeKey: 'b' })).deduped, false, 'its 1 s is over');
       await t.advance(7 * DAY - 1001);
-      assert.deepEqual(await t.engine.push({ ...ref, body: 1, dedupeKey: 'a' }), { id: a.id, deduped: true });
-      assert.notEqual(b.id, a.id);
+      assert.deepEqual(await t.engine.push({ ...ref, body: 1, dedupeKey: 'a' }), { id: a.id, deduped: true }, 'a millisecond before 7 days');
+      await t.advance(1);
+      const again = await t.engine.push({ ...ref, body: 1, dedupeKey: 'a' });
+      assert.equal(again.deduped, false, 'the default 7 days are over');
+      assert.notEqual(again.id, a.id);
     });
 
     it('in one batch, a repeated key points at the first message', async () => {

@@ -634,8 +634,10 @@ describe('stopping the emulator', () => {
       assert.equal(await closed, 1001);
       await closing;
       const answered = c.frames.filter((f) => 'id' in f && typeof f.id === 'number' && f.id >= 10 && f.ok);
-      assert.ok(run >= 1);
-      assert.equal(answered.length, run, 'every push that ran was answered');
+      // close() marks the server closing before it first waits, so the four frames behind the
+      // first push (in its chunk or later ones) are dropped unrun.
+      assert.equal(run, 1, 'only the push that started the close ran');
+      assert.equal(answered.length, 1, 'and it was answered');
       const again = await startEmulator({ dataDir: dir });
       try {
         const { counts } = await again.engine.getQueue({ namespace: 'n', queue: 'q' });

@@ -44,9 +44,10 @@ describe('examples/env-app', () => {
   it('a retried order is charged after its delay', async () => {
     await post({ id: 'o_flaky', amount: 3 });
     const clock = emu.clock;
-    await clock.advance(5000); // a batch of one goes after maxBatchTimeoutMs
-    await clock.advance(10_000); // the retry delay
-    await clock.advance(5000);
+    await clock.advance(5000); // a batch of one goes after maxBatchTimeoutMs; the handler retries it
+    await clock.advance(9_999); // the retry delay (10 s) has not ended yet
+    assert.equal(charges.has('o_flaky'), false, 'not charged before its retry delay ended');
+    await clock.advance(1 + 5000); // ready again, and its batch of one goes after maxBatchTimeoutMs
     await until(() => charges.has('o_flaky'));
     assert.equal(charges.get('o_flaky'), 3);
   });

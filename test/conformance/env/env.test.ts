@@ -7,8 +7,7 @@ import { createCache } from '../../../emulator/clients/cache';
 import { createEnv, runConsumer, type ConsumerApp, type Env, type MessageBatch, type RunningConsumer } from '../../../emulator/clients/env';
 import { QuaysideError } from '../../../emulator/errors';
 import { Connection } from '../../../emulator/clients/connection';
-import type { Transport } from '../../../emulator/clients/transport';
-import { DAY, SECOND, admin, fresh, httpCall, rejects, startTestEmulator, until, watchingFailures } from '../support';
+import { DAY, SECOND, admin, fresh, httpCall, rejects, startTestEmulator, through, until, watchingFailures } from '../support';
 
 // One test per statement of seeds/001 (the env product), named after it; the HTTP API over real
 // HTTP (fetch). Time moves only by the emulator's virtual clock.
@@ -32,6 +31,18 @@ describe('conformance: env (seeds/001)', function () {
     const c = await runConsumer(app, { url: emu.url, token: emu.token, project, environment, queue: slug, onError: () => {}, ...o });
     running.push(c);
     return c;
+  };
+
+  /** A connection for a run whose detach a test waits on: `detached()` is true once the emulator answered it. */
+  const watchingDetach = () => {
+    const conn = new Connection({ url: emu.url, token: emu.token });
+    let answered = false;
+    const transport = through(conn, (op, args, o) => {
+      const answer = conn.request(op, args, o);
+      if (op === 'consumer.detach') void answer.then(() => (answered = true), () => {});
+      return answer;
+    });
+    return { conn, transport, detached: () => answered };
   };
 
   before(async () => {
@@ -433,19 +444,13 @@ describe('conformance: env (seeds/001)', function () {
       const detachHeld = new Promise<void>((r) => (releaseDetach = r));
       let detachSent = false;
       // The detach waits here, so a message sent meanwhile is delivered to the stopping run.
-      const slowDetach: Transport = {
-        request: async (op, args, o) => {
-          if (op === 'consumer.detach') {
-            detachSent = true;
-            await detachHeld;
-          }
-          return conn.request(op, args, o);
-        },
-        onEvent: (l) => conn.onEvent(l),
-        onReconnect: (l) => conn.onReconnect(l),
-        close: () => conn.close(),
-        isClosed: () => conn.isClosed(),
-      };
+      const slowDetach = through(conn, async (op, args, o) => {
+        if (op === 'consumer.detach') {
+          detachSent = true;
+          await detachHeld;
+        }
+        return conn.request(op, args, o);
+      });
       const seen: unknown[] = [];
       const c = await runConsumer({ async queue(b: MessageBatch) { for (const m of b.messages) seen.push(m.body); } }, { transport: slowDetach, project, environment, queue: 'stop-race', maxBatchSize: 1, maxBatchTimeoutMs: 0 });
       const stopping = c.stop();
@@ -464,17 +469,11 @@ describe('conformance: env (seeds/001)', function () {
       const conn = new Connection({ url: emu.url, token: emu.token });
       const sent: string[] = [];
       // Acks fail as they do while the emulator is down; everything else goes through.
-      const down: Transport = {
-        request: async (op, args, o) => {
-          sent.push(op);
-          if (op === 'ack') throw new QuaysideError('unavailable', 'cannot reach the emulator');
-          return conn.request(op, args, o);
-        },
-        onEvent: (l) => conn.onEvent(l),
-        onReconnect: (l) => conn.onReconnect(l),
-        close: () => conn.close(),
-        isClosed: () => conn.isClosed(),
-      };
+      const down = through(conn, async (op, args, o) => {
+        sent.push(op);
+        if (op === 'ack') throw new QuaysideError('unavailable', 'cannot reach the emulator');
+        return conn.request(op, args, o);
+      });
       let handled = 0;
       const c = await runConsumer({ async queue() { handled++; } }, { transport: down, project, environment, queue: 'unreachable', maxBatchSize: 1, maxBatchTimeoutMs: 0 });
       await env.queue.send('unreachable', 1);
@@ -489,16 +488,7 @@ describe('conformance: env (seeds/001)', function () {
       const own = await startTestEmulator();
       const conn = new Connection({ url: own.url, token: own.token });
       const sent: string[] = [];
-      const recorded: Transport = {
-        request: (op, args, o) => (sent.push(op), conn.request(op, args, o)),
-        onEvent: (l) => conn.onEvent(l),
-        onReconnect: (l) => conn.onReconnect(l),
-        close: () => conn.close(),
-        isClosed: () => conn.isClosed(),
-        get isOpen() {
-          return conn.isOpen;
-        },
-      };
+      const recorded = through(conn, (op, args, o) => (sent.push(op), conn.request(op, args, o)));
       const r = await fetch(`${own.httpUrl}/v1/queues`, { method: 'POST', headers: { authorization: `Bearer ${own.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ project: 'p', environment: 'e', slug: 'gone' }) });
       assert.equal(r.status, 201);
       const c = await runConsumer({ async queue() {} }, { transport: recorded, project: 'p', environment: 'e', queue: 'gone' });
@@ -510,34 +500,48 @@ describe('conformance: env (seeds/001)', function () {
     });
 
     it('ctx.waitUntil keeps work going after the handler resolves; stop() waits for it', async () => {
-      await createQueue('wait-until');
+      const q = await createQueue('wait-until');
       await env.queue.send('wait-until', 1);
-      let finished = false;
+      const { conn, transport: watched, detached } = watchingDetach();
+      let handled = false;
+      let finishWork!: () => void;
+      const work = new Promise<void>((r) => (finishWork = r));
       const c = await consume({
         async queue(_b, _e, ctx) {
-          ctx.waitUntil(new Promise<void>((r) => setTimeout(() => { finished = true; r(); }, 50)));
+          ctx.waitUntil(work);
+          handled = true;
         },
-      }, 'wait-until', { maxBatchSize: 1 });
-      await until(() => true, 'start');
-      await emu.clock.advance(0);
-      await new Promise((r) => setTimeout(r, 10));
-      await c.stop();
-      assert.equal(finished, true);
+      }, 'wait-until', { maxBatchSize: 1, transport: watched });
+      await until(() => handled, 'the handler ran and resolved');
+      let stopped = false;
+      const stopping = c.stop().then(() => (stopped = true));
+      await until(detached, 'stop() detached the run');
+      // One more round trip: a stop that did not wait for the work would have ended by now.
+      await api('GET', `/v1/queues/${q.id}/messages`);
+      assert.equal(stopped, false, 'stop() waits for the work handed to waitUntil');
+      finishWork();
+      await stopping;
+      await conn.close();
+      const peek = await api('GET', `/v1/queues/${q.id}/messages`);
+      assert.deepEqual(peek.body.messages, [], 'acked once the handler resolved');
     });
 
     it('stop() waits for a batch in hand until its lease ends, not for a handler that never returns', async () => {
       const q = await createQueue('hung');
       await env.queue.send('hung', 'stuck');
       let calls = 0;
-      const c = await consume({ queue: () => { calls++; return new Promise(() => {}); } }, 'hung', { maxBatchSize: 1, visibilityMs: 10 * SECOND });
+      const { conn, transport, detached } = watchingDetach();
+      const c = await consume({ queue: () => { calls++; return new Promise(() => {}); } }, 'hung', { maxBatchSize: 1, visibilityMs: 10 * SECOND, transport });
       await emu.clock.advance(0);
       await until(() => calls === 1, 'the batch in hand');
       let stopped = false;
       const stopping = c.stop().then(() => (stopped = true));
-      await new Promise((r) => setTimeout(r, 100));
+      await until(detached, 'stop() detached the run');
+      await api('GET', `/v1/queues/${q.id}/messages`); // a round trip: a stop that did not wait would have ended
       assert.equal(stopped, false, 'within its lease the batch is waited for');
       await emu.clock.advance(10 * SECOND); // the lease ends: the emulator times the batch out
       await stopping;
+      await conn.close();
       assert.equal(calls, 1);
       const peek = await api('GET', `/v1/queues/${q.id}/messages`);
       assert.deepEqual(peek.body.messages.map((m: { body: unknown; state: string; attempts: number }) => [m.body, m.state, m.attempts]), [['stuck', 'ready', 1]]);
@@ -545,16 +549,19 @@ describe('conformance: env (seeds/001)', function () {
 
     it('runConsumer stops when its signal aborts', async () => {
       await createQueue('signal');
+      // The abort alone must detach the run: the test never calls stop() before it looks.
+      const { conn, transport: watched, detached } = watchingDetach();
       const ac = new AbortController();
       const seen: unknown[] = [];
-      await consume({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, 'signal', { maxBatchSize: 1, signal: ac.signal });
+      await consume({ async queue(b) { for (const m of b.messages) seen.push(m.body); } }, 'signal', { maxBatchSize: 1, signal: ac.signal, transport: watched });
       await env.queue.send('signal', 1);
       await until(() => seen.length === 1, 'one message');
       ac.abort();
-      await running[running.length - 1].stop();
+      await until(detached, 'the abort detached the run');
       await env.queue.send('signal', 2);
       await emu.clock.advance(10 * SECOND);
-      assert.deepEqual(seen, [1]);
+      assert.deepEqual(seen, [1], 'nothing delivered after the abort');
+      await conn.close();
     });
 
     it('env.queue inside the handler sends within the same project and environment', async () => {

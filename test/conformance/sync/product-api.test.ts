@@ -5,7 +5,7 @@ import type { SyncQueue, SyncQueueOptions, SyncSchema } from '../../../emulator/
 import { startEmulator } from '../../../emulator/emulator';
 import { LIMITS } from '../../../emulator/protocol';
 import { Connection } from '../../../emulator/clients/connection';
-import { MINUTE, fresh, rejects, startTestEmulator, until } from '../support';
+import { DAY, HOUR, MINUTE, fresh, rejects, startTestEmulator, until } from '../support';
 import { variants, type Harness } from './harness';
 
 // What the real product's references/api.md gives that DESIGN.md's summary leaves out (schema,
@@ -395,7 +395,24 @@ for (const variant of variants) {
         const [five] = await inOrder(h, { id, delivery: { maxDeliveries: 5 } }, { id, delivery: { maxDeliveries: 1 } });
         await five.send({ data: 'x' });
         await (await five.recv({ wait: false }))!.nack();
-        assert.equal((await five.dlq()).length, 1);
+        assert.deepEqual((await five.dlq()).map((d) => d.reason), ['max_deliveries_exceeded'], 'the last handle\'s maxDeliveries: 1');
+
+        // Age and dead-letter retention: the first handle asks for long ones, the last for short.
+        const aged = fresh('per-handle-age');
+        const [long] = await inOrder(
+          h,
+          { id: aged, limits: { maxMessageAgeMs: HOUR, dlqRetentionMs: DAY } },
+          { id: aged, limits: { maxMessageAgeMs: MINUTE, dlqRetentionMs: HOUR } },
+        );
+        await long.send({ data: 'old' });
+        await h.advance(MINUTE - 1);
+        assert.deepEqual(await long.dlq(), [], 'not yet a minute old');
+        await h.advance(1);
+        assert.deepEqual((await long.dlq()).map((d) => d.reason), ['expired'], 'the last handle\'s maxMessageAgeMs: a minute');
+        await h.advance(HOUR - 1);
+        assert.equal((await long.dlq()).length, 1, 'kept until an hour after it died');
+        await h.advance(1);
+        assert.deepEqual(await long.dlq(), [], 'the last handle\'s dlqRetentionMs: an hour');
       });
     });
 

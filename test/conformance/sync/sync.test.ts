@@ -346,8 +346,12 @@ for (const variant of variants) {
       const sent = await Promise.all(Array.from({ length: n }, (_, i) => q.send({ data: i })));
       assert.equal(new Set(sent.map((s) => s.messageId)).size, n);
       assert.equal((await q.stats()).ready, n);
-      const first = await q.recv<number>({ wait: false });
-      assert.equal(first!.data, 0);
+      const got: number[] = [];
+      for await (const m of q.stream<number>({ wait: false })) {
+        got.push(m.data);
+        await m.ack();
+      }
+      assert.deepEqual(got, [...Array(n).keys()], 'received in the order they were sent');
     });
 
     it('an aborted recv wait resolves to null at once', async () => {
