@@ -86,6 +86,15 @@ interface Ref {
   dialect?: unknown;
 }
 
+/** A change to one queue's messages, on its way to subscribers once its commit stands. */
+interface PendingEvent {
+  queueId: number;
+  kind: ChangeBody['kind'];
+  ids: string[];
+  ns: string;
+  name: string;
+}
+
 /**
  * The queue engine: every transition of DESIGN.md's message model, over a QueueStore (store/boundary.ts), on a Clock.
  * It knows nothing of sockets: callers get promises that settle after commit, and events.
@@ -101,8 +110,8 @@ export class Engine {
   /** Earliest future visible_at per queue (delayed → ready is an event, not a write). */
   private readonly delayedAt = new Map<number, number>();
   /** Queues touched in the open transaction, with the kinds of change and ids, for events. */
-  private pendingEvents = new Map<string, { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }>();
-  private jobEvents: { queueId: number; kind: ChangeBody['kind']; ids: string[]; ns: string; name: string }[] = [];
+  private pendingEvents: PendingEvent[] = [];
+  private jobEvents: PendingEvent[] = [];
   private touched = new Set<number>();
   private readonly lag: LagHistory;
   private readonly tokens: TokenBook;
@@ -206,11 +215,17 @@ export class Engine {
       this.policies.clear();
       return;
     }
+    // A change joins the queue's previous event only when that is of the same kind: merging into an
+    // earlier one would move it before changes made in between (leased, requeued, leased again).
+    const last = new Map<number, PendingEvent>();
     for (const e of events) {
-      const key = `${e.queueId}:${e.kind}`;
-      const p = this.pendingEvents.get(key);
-      if (p) p.ids.push(...e.ids);
-      else this.pendingEvents.set(key, { ...e, ids: [...e.ids] });
+      const p = last.get(e.queueId);
+      if (p?.kind === e.kind) p.ids.push(...e.ids);
+      else {
+        const fresh = { ...e, ids: [...e.ids] };
+        this.pendingEvents.push(fresh);
+        last.set(e.queueId, fresh);
+      }
     }
     this.emitEvents();
     for (const id of touched) this.kick(id);
@@ -241,9 +256,9 @@ export class Engine {
   }
 
   private emitEvents(): void {
-    if (this.pendingEvents.size === 0) return;
-    const pending = [...this.pendingEvents.values()];
-    this.pendingEvents.clear();
+    if (this.pendingEvents.length === 0) return;
+    const pending = this.pendingEvents;
+    this.pendingEvents = [];
     if (this.listeners.size === 0 || !this.eventsWanted()) return;
     const now = this.clock.now();
     const counts = new Map<number, QueueCounts | null>();

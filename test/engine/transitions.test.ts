@@ -246,6 +246,25 @@ describe('engine: message transitions', () => {
       assert.deepEqual(t.events.map((e) => e.kind), ['dead'], 'one event: the message went dead; none says something became ready');
     }, { maxMessageAgeMs: 3 * SECOND }));
 
+  it('events of one commit keep the order of its changes: a message\'s events end in its state', () =>
+    withQueue('cache', async (t) => {
+      const b = await t.engine.push({ ...ref, body: 'B' });
+      const leasedB = await pullOne(t);
+      const a = await t.engine.push({ ...ref, body: 'A' });
+      t.events.length = 0;
+      // One group commit: A is leased, B is nacked (ready), then B is leased again.
+      const [first, nacked, second] = await Promise.all([
+        t.engine.pull({ ...ref, max: 1 }),
+        t.engine.nack({ receipt: leasedB.receipt }),
+        t.engine.pull({ ...ref, max: 1 }),
+      ]);
+      assert.deepEqual([first.messages[0].id, nacked.ok, second.messages[0].id], [a.id, true, b.id]);
+      assert.deepEqual(t.events.map((e) => [e.kind, e.ids]), [['leased', [a.id]], ['requeued', [b.id]], ['leased', [b.id]]]);
+      const last = new Map<string, string>();
+      for (const e of t.events) for (const id of e.ids) last.set(id, e.kind);
+      assert.deepEqual([last.get(a.id), last.get(b.id)], ['leased', 'leased'], 'read in order, the events say where each message is');
+    }));
+
   it('env: a message older than the queue retention is dropped', () =>
     withQueue('env', async (t) => {
       const { id } = await t.engine.push({ ...ref, body: 1 });
