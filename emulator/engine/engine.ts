@@ -840,14 +840,17 @@ export class Engine {
     const policy = this.policyOf(q);
     const now = this.clock.now();
     const id = messageId(row.id);
+    // A lease that ran out was released when it ended, which is long before now when the emulator
+    // was stopped meanwhile (a start on a data directory catches up).
+    const releasedAt = o.timeout && row.lease_until !== null ? row.lease_until : now;
     if (o.toDead || row.attempts >= policy.maxDeliveries) {
       const reason = o.timeout ? policy.reasons.timeout : policy.recordNackReason && o.reason ? o.reason : policy.reasons.nack;
-      this.store.kill({ ...row, state: LEASED }, now, reason, o.error, now + policy.deadRetentionMs);
+      this.store.kill({ ...row, state: LEASED }, releasedAt, reason, o.error, releasedAt + policy.deadRetentionMs);
       this.note(q, 'dead', [id]);
       return;
     }
     // Back of the queue: visible from the moment it was released (or its delay ends).
-    const at = o.timeout && row.lease_until !== null ? row.lease_until + o.delay : now + o.delay;
+    const at = releasedAt + o.delay;
     this.store.requeue(row, at, o.error);
     if (at > now) this.noteDelayed(q.id, at);
     this.note(q, 'requeued', [id]);
@@ -1150,7 +1153,7 @@ export class Engine {
     for (const queueId of this.consumers.queues()) this.touched.add(queueId);
   }
 
-  /** Age limits and dead retention due at or before `at`; `now` is when they are noticed. */
+  /** Age limits and dead retention due at or before `at` (when they fell due); `now` is when they are noticed. */
   private expireDue(at: number, now: number, leaving: Set<number>): void {
     for (;;) {
       const rows = this.store.dueExpiries(at, SWEEP_BATCH);
@@ -1166,7 +1169,7 @@ export class Engine {
           this.store.drop(row);
           this.note(q, row.state === DEAD ? 'purged' : 'dropped', [messageId(row.id)]);
         } else {
-          this.store.kill(row, now, policy.reasons.expired, null, now + policy.deadRetentionMs);
+          this.store.kill(row, at, policy.reasons.expired, null, at + policy.deadRetentionMs);
           this.note(q, 'dead', [messageId(row.id)]);
         }
       }

@@ -592,6 +592,37 @@ describe('engine: decisions', () => {
       }
     });
 
+    it('a death that fell due while the emulator was stopped is dated when it fell due, and its dead retention counts from then', async () => {
+      // Found by a probe of downtime: such deaths were dated at the restart, so a dead letter whose
+      // retention ended while the emulator was stopped was still listed after it came back.
+      const start = Date.UTC(2026, 0, 5, 10, 0, 0);
+      const dir = tempDir();
+      const leased = { namespace: 'ns', queue: 'leased' };
+      const aged = { namespace: 'ns', queue: 'aged' };
+      const kept = { namespace: 'ns', queue: 'kept' };
+      try {
+        t = makeEngine({ dataDir: dir, start });
+        await t.engine.createQueue({ ...leased, dialect: 'sync', policy: { maxDeliveries: 1, deadRetentionMs: 10 * MINUTE } });
+        await t.engine.createQueue({ ...aged, dialect: 'sync', policy: { maxMessageAgeMs: 2 * MINUTE, deadRetentionMs: 10 * MINUTE } });
+        await t.engine.createQueue({ ...kept, dialect: 'cache', policy: { maxDeliveries: 1 } });
+        for (const q of [leased, aged, kept]) await t.engine.push({ ...q, body: q.queue });
+        await t.engine.pull({ ...leased, leaseMs: MINUTE });
+        await t.engine.pull({ ...kept, leaseMs: 3 * MINUTE });
+        await t.close();
+        // Back 12 minutes later: the sync lease ended at +1 min and the age limit came at +2 min,
+        // so both dead letters' 10 minutes of retention are over; the cache one died at +3 min.
+        t = makeEngine({ dataDir: dir, start: start + 12 * MINUTE });
+        assert.deepEqual((await t.engine.deadList(leased)).messages, [], 'died at +1 min, deleted at +11 min');
+        assert.deepEqual((await t.engine.deadList(aged)).messages, [], 'died at +2 min, deleted at +12 min');
+        const [dead] = (await t.engine.deadList(kept)).messages;
+        assert.deepEqual([dead.deadReason, dead.deadAt], ['timeout', start + 3 * MINUTE], 'dated at its lease end, not at the restart');
+      } finally {
+        await t.close();
+        t = null as never;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('a schema-4 database migrates to dead letters in the order they died: its own keep their order (by id, whatever their seq), ahead of later deaths in the same millisecond', async () => {
       const dir = tempDir();
       const start = Date.UTC(2026, 0, 5, 10, 0, 0);
