@@ -10,14 +10,21 @@ import { rejects, startTestEmulator } from './support';
 describe('workspace config (quayside.json)', () => {
   let emu: Awaited<ReturnType<typeof startTestEmulator>>;
   let dir: string;
-  before(async () => {
-    emu = await startTestEmulator();
+  before(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-config-'));
   });
-  after(async () => {
-    await emu.close();
+  after(() => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
+  // A fresh (in-memory) emulator per test: each test applies what it reads, whatever ran before it.
+  beforeEach(async () => {
+    emu = await startTestEmulator();
+  });
+  afterEach(async () => {
+    await emu?.close();
+  });
+  const queueList = async () =>
+    (await emu.engine.listQueues({})).queues.map((q) => ({ ref: `${q.dialect}:${q.namespace}/${q.name}`, policy: q.policy, consumer: q.consumer })).sort((a, b) => a.ref.localeCompare(b.ref));
   const write = (name: string, v: unknown) => {
     const f = path.join(dir, name);
     fs.writeFileSync(f, typeof v === 'string' ? v : JSON.stringify(v));
@@ -66,8 +73,11 @@ describe('workspace config (quayside.json)', () => {
   });
 
   it('is idempotent: applying it again changes nothing; a changed setting updates the queue', async () => {
+    assert.deepEqual((await applyWorkspaceConfig(emu.engine, write('a.json', config))).map((o) => o.action), ['created', 'created', 'created']);
+    const applied = await queueList();
     const again = await applyWorkspaceConfig(emu.engine, write('a.json', config));
     assert.deepEqual(again.map((o) => o.action), ['unchanged', 'unchanged', 'unchanged']);
+    assert.deepEqual(await queueList(), applied, 'applying it again changed nothing');
     const changed = structuredClone(config);
     changed.env[0].maxRetries = 1;
     delete (changed.cache[0] as Record<string, unknown>).visibilitySeconds; // back to the preset
@@ -161,10 +171,15 @@ describe('workspace config (quayside.json)', () => {
   });
 
   it('refuses a bad file with a clear error and changes nothing', async () => {
+    // The declared queues exist (app/emails is a cache queue, which f.json conflicts with).
+    await applyWorkspaceConfig(emu.engine, write('a.json', config));
+    const before = await queueList();
+    assert.ok(before.some((q) => q.ref === 'cache:app/emails'));
     assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('c.json', '{ nope')))).message, /not JSON/);
     assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('d.json', { sync: [{ id: 'x', delivery: { maxDeliveries: 'three' } }], cache: [{ namespace: 'n', name: 'ok' }] })))).message, /sync\[0\]/);
     assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('e.json', { queues: [] })))).message, /queues/);
     assert.match((await rejects(applyWorkspaceConfig(emu.engine, write('f.json', { sync: [{ id: 'emails', tenantId: 'app' }] })))).message, /cache queue/);
     await assert.rejects(emu.engine.getQueue({ namespace: 'n', queue: 'ok' }), /not found/);
+    assert.deepEqual(await queueList(), before, 'no queue created, removed or changed');
   });
 });

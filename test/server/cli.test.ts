@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
 import { createCache } from '../../emulator/clients/cache';
 import { urlHost } from '../../emulator/server/auth';
+import { LIMITS } from '../../emulator/protocol';
 import { readOnlyToken } from '../conformance/support';
 
 // The `quayside` command's own options: what the extension's push form and chart offer is in the
@@ -86,19 +87,28 @@ describe('quayside CLI: push --attributes, stats and show', function () {
 
   it('export writes every message (a page at a time, never leasing) as JSON or NDJSON, to stdout or --out', async () => {
     const ref = { namespace: 'cli', queue: 'exported' };
-    for (let i = 0; i < 3; i++) await emu.engine.push({ ...ref, body: { i }, create: 'cache' });
+    // More than two of the export's pages (it peeks LIMITS.maxPageSize at a time), so paging is exercised.
+    const n = LIMITS.maxPageSize * 2 + 5;
+    for (let i = 0; i < n; i += 500) {
+      await emu.engine.pushBatch({ ...ref, messages: Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ body: { i: i + j } })), create: 'cache' });
+    }
     await emu.engine.pull({ ...ref, max: 1, leaseMs: 60_000 });
-    const all = JSON.parse((await run(tsx, [cli, 'export', 'exported', ...args])).stdout) as { body: { i: number }; state: string }[];
-    assert.deepEqual(all.map((m) => [m.body.i, m.state]), [[0, 'leased'], [1, 'ready'], [2, 'ready']]);
+    const big = { maxBuffer: 256 * 1024 * 1024 };
+    const order = (from: number) => Array.from({ length: n - from }, (_, k) => from + k);
+    const all = JSON.parse((await run(tsx, [cli, 'export', 'exported', ...args], big)).stdout) as { id: string; body: { i: number }; state: string }[];
+    // Every message exactly once, in order: the first (leased) and the rest ready.
+    assert.deepEqual(all.map((m) => m.body.i), order(0));
+    assert.equal(new Set(all.map((m) => m.id)).size, n, 'no message twice');
+    assert.deepEqual(all.map((m) => m.state), ['leased', ...Array(n - 1).fill('ready')]);
     assert.equal((await emu.engine.stats(ref)).counts.leased, 1, 'exporting leased nothing more');
-    const lines = (await run(tsx, [cli, 'export', 'exported', '--state', 'ready', '--format', 'ndjson', ...args])).stdout.split('\n').filter(Boolean);
-    assert.deepEqual(lines.map((l) => JSON.parse(l).body.i), [1, 2]);
+    const lines = (await run(tsx, [cli, 'export', 'exported', '--state', 'ready', '--format', 'ndjson', ...args], big)).stdout.split('\n').filter(Boolean);
+    assert.deepEqual(lines.map((l) => JSON.parse(l).body.i), order(1));
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-cli-export-'));
     try {
       const file = path.join(dir, 'out.json');
       const said = JSON.parse((await run(tsx, [cli, 'export', 'exported', '--out', file, ...args, '--json'])).stdout);
-      assert.deepEqual(said, { exported: 3, file });
-      assert.equal((JSON.parse(fs.readFileSync(file, 'utf8')) as unknown[]).length, 3);
+      assert.deepEqual(said, { exported: n, file });
+      assert.deepEqual((JSON.parse(fs.readFileSync(file, 'utf8')) as { body: { i: number } }[]).map((m) => m.body.i), order(0));
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -1,37 +1,56 @@
 // The panel's host handler against the real emulator (startEmulator + the WebSocket Connection).
+// One emulator for the file; each test opens its own queue and handler and sets up what it reads.
 import assert from 'node:assert/strict';
 import { startEmulator, type VirtualEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
-import { PanelHandler, type PanelUi } from '../../../src/panel/handler';
+import { CHUNK, PanelHandler, type PanelUi } from '../../../src/panel/handler';
 import type { HostMessage } from '../../../src/panel/messages';
+
+/** Poll `check` until it returns true, or fail after `ms` (a bound, not a fixed sleep). */
+async function until(what: string, check: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 describe('panel handler against the real emulator', function () {
   this.timeout(20_000);
   let emu: VirtualEmulator;
   let conn: Connection;
-  let handler: PanelHandler;
-  const posted: HostMessage[] = [];
-  const saved: string[] = [];
-  const ui: PanelUi = {
-    confirm: async () => true,
-    chooseSaveTarget: async () => ({ label: 'mem', write: async (t) => void saved.push(t) }),
-    withProgress: (_t, task) => task({ report() {}, cancelled: false }),
-  };
-  const ref = { namespace: 'shop', queue: 'orders' };
+  const handlers: PanelHandler[] = [];
+
+  /** A fresh queue in namespace shop with its own handler, posted messages and saved files. */
+  async function panelFor(queue: string) {
+    const ref = { namespace: 'shop', queue };
+    await conn.request('queue.create', { ...ref, dialect: 'cache' });
+    const posted: HostMessage[] = [];
+    const saved: string[] = [];
+    const ui: PanelUi = {
+      confirm: async () => true,
+      chooseSaveTarget: async () => ({ label: 'mem', write: async (t) => void saved.push(t) }),
+      withProgress: (_t, task) => task({ report() {}, cancelled: false }),
+    };
+    const handler = new PanelHandler({ ref, transport: conn, ui, post: (m) => posted.push(m), debounceMs: 20 });
+    handlers.push(handler);
+    return { ref, handler, posted, saved };
+  }
 
   before(async () => {
     emu = await startEmulator({ clock: 'virtual' });
     conn = new Connection({ url: emu.url, token: emu.token, client: 'panel-test' });
-    await conn.request('queue.create', { ...ref, dialect: 'cache' });
-    handler = new PanelHandler({ ref, transport: conn, ui, post: (m) => posted.push(m), debounceMs: 20 });
+  });
+  afterEach(() => {
+    for (const h of handlers.splice(0)) h.dispose();
   });
   after(async () => {
-    handler?.dispose();
     await conn?.close();
     await emu?.close();
   });
 
   it('init, push (one and ×N), peek with states, search and cursor, message.get', async () => {
+    const { handler } = await panelFor('orders');
     const init = await handler.dispatch('init', {});
     assert.equal(init.queue.name, 'orders');
     assert.equal(init.now, emu.clock.now());
@@ -62,7 +81,10 @@ describe('panel handler against the real emulator', function () {
   });
 
   it('dead letters: list, replay selected, discard selected, replay all, purge all; audited', async () => {
+    const { ref, handler } = await panelFor('dead-letters');
+    await conn.request('push.batch', { ...ref, messages: Array.from({ length: 6 }, (_, i) => ({ body: { n: i } })) });
     const pulled = await conn.request('pull', { ...ref, max: 6 });
+    assert.equal(pulled.messages.length, 6);
     for (const d of pulled.messages) assert.equal((await conn.request('nack', { receipt: d.receipt, dead: true, error: 'boom' })).ok, true);
     const dead = await handler.dispatch('dead.list', { limit: 50 });
     assert.equal(dead.total, 6);
@@ -81,29 +103,56 @@ describe('panel handler against the real emulator', function () {
   });
 
   it('stats has 48 half-hour lag steps; export pages through everything', async () => {
+    const { ref, handler, saved } = await panelFor('exports');
+    // More than two export pages, in every state the export reads.
+    const n = CHUNK.exportPage * 2 + 7;
+    const ids: string[] = [];
+    for (let i = 0; i < n; i += 1000) {
+      const r = await conn.request('push.batch', { ...ref, messages: Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ body: { n: i + j } })) });
+      ids.push(...r.results.map((x) => x.id));
+    }
+    ids.push((await conn.request('push', { ...ref, body: 'later', delayMs: 60_000 })).id);
+    const pulled = await conn.request('pull', { ...ref, max: 2 });
+    await conn.request('nack', { receipt: pulled.messages[0].receipt, dead: true }); // one dead, one leased
     const s = await handler.dispatch('stats', {});
     assert.equal(s.lagHistory.length, 48);
     assert.equal(s.lagHistory[1].start - s.lagHistory[0].start, 30 * 60_000);
+    assert.deepEqual([s.counts.delayed, s.counts.leased, s.counts.dead], [1, 1, 1]);
     const r = await handler.dispatch('export', { format: 'ndjson' });
+    assert.equal(r.exported, n + 1);
     assert.equal(r.exported, s.counts.ready + s.counts.delayed + s.counts.leased + s.counts.dead);
-    assert.equal(saved.at(-1)!.trimEnd().split('\n').length, r.exported);
+    const lines = saved.at(-1)!.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: string });
+    assert.equal(lines.length, r.exported);
+    assert.deepEqual(lines.map((m) => m.id).sort(), [...ids].sort(), 'every message exactly once');
   });
 
   it('forwards the queue’s change events to the webview', async () => {
-    posted.length = 0;
+    const { ref, handler, posted } = await panelFor('live');
+    // The first request subscribes; its round trip is the barrier (the connection is in order).
+    await handler.dispatch('init', {});
+    await conn.request('push', { ...ref, body: 'later', delayMs: 60_000 });
     await conn.request('push', { ...ref, body: { live: true } });
     await emu.clock.advance(61_000); // the delayed message becomes ready too
-    await new Promise((r) => setTimeout(r, 100));
-    const changed = posted.filter((m) => m.type === 'event' && m.event === 'changed');
-    assert.ok(changed.length >= 1);
-    const kinds = changed.flatMap((m) => (m as any).kinds);
+    const changed = () => posted.filter((m) => m.type === 'event' && m.event === 'changed') as Extract<HostMessage, { event: 'changed' }>[];
+    await until('a forwarded change with kind pushed and both messages ready', () => {
+      const c = changed();
+      return c.flatMap((m) => m.kinds).includes('pushed') && c.at(-1)?.counts?.ready === 2;
+    });
+    const kinds = changed().flatMap((m) => m.kinds);
     assert.ok(kinds.includes('pushed'), kinds.join());
-    assert.ok((changed.at(-1) as any).counts.ready > 0);
   });
 
   it('purge of live messages', async () => {
+    const { ref, handler } = await panelFor('purge');
+    await conn.request('push.batch', { ...ref, messages: Array.from({ length: 5 }, (_, i) => ({ body: { n: i } })) });
+    await conn.request('push', { ...ref, body: 'later', delayMs: 60_000 });
+    const pulled = await conn.request('pull', { ...ref, max: 2 });
+    await conn.request('nack', { receipt: pulled.messages[0].receipt, dead: true });
     const before = (await handler.dispatch('stats', {})).counts;
+    assert.deepEqual([before.ready, before.delayed, before.leased, before.dead], [3, 1, 1, 1]);
     const r = await handler.dispatch('purge', {});
-    assert.equal(r.purged, before.ready + before.delayed + before.leased);
+    assert.equal(r.purged, 5, 'ready, delayed and leased');
+    const after = (await handler.dispatch('stats', {})).counts;
+    assert.deepEqual([after.ready, after.delayed, after.leased, after.dead], [0, 0, 0, 1], 'dead letters stay');
   });
 });

@@ -168,7 +168,11 @@ describe('extension: tree model', () => {
     const m = await tree(t);
     await m.children();
     assert.equal(m.apply(change('ns', 'new', 'queue_created', null)).root, true);
-    assert.equal(m.apply(change('ns', 'other', 'pushed', { ready: 1 })).root, true);
+    // A known queue: the root reload must come from the event kind, not the unknown-queue fallback.
+    assert.equal(m.apply(change('ns', 'q', 'queue_created', null)).root, true, 'queue_created reloads the root');
+    assert.equal(m.apply(change('ns', 'q', 'queue_deleted', null)).root, true, 'queue_deleted reloads the root');
+    assert.equal(m.apply(change('ns', 'other', 'pushed', { ready: 1 })).root, true, 'an unknown queue reloads the root');
+    assert.equal(m.apply(change('ns', 'q', 'pushed', { ready: 1 })).root, false, 'a known queue\'s change does not');
     assert.equal(m.apply({ event: 'clock', now: 1 }).root, false);
     t.queues = [];
     assert.deepEqual(await m.children(), []);
