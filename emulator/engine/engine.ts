@@ -9,6 +9,7 @@ import { DEAD, LEASED, WAITING, countWithin, type DueRow, type MessageRow, type 
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
 import { ConsumerHub, type Attachment, type DroppedConsumers } from './consumers';
+import { coalesce, type PendingEvent } from './events';
 import { GroupCommit } from './group-commit';
 import { SYSTEM_ACTOR, TokenBook, type Actor } from './tokens';
 import { LagHistory } from './lag-history';
@@ -86,15 +87,6 @@ interface Ref {
   dialect?: unknown;
 }
 
-/** A change to one queue's messages, on its way to subscribers once its commit stands. */
-interface PendingEvent {
-  queueId: number;
-  kind: ChangeBody['kind'];
-  ids: string[];
-  ns: string;
-  name: string;
-}
-
 /**
  * The queue engine: every transition of DESIGN.md's message model, over a QueueStore (store/boundary.ts), on a Clock.
  * It knows nothing of sockets: callers get promises that settle after commit, and events.
@@ -111,6 +103,8 @@ export class Engine {
   private readonly delayedAt = new Map<number, number>();
   /** Queues touched in the open transaction, with the kinds of change and ids, for events. */
   private pendingEvents: PendingEvent[] = [];
+  /** The latest date given to a death in this process (see deathDate). */
+  private lastDeathAt = -Infinity;
   private jobEvents: PendingEvent[] = [];
   private touched = new Set<number>();
   private readonly lag: LagHistory;
@@ -215,18 +209,7 @@ export class Engine {
       this.policies.clear();
       return;
     }
-    // A change joins the queue's previous event only when that is of the same kind: merging into an
-    // earlier one would move it before changes made in between (leased, requeued, leased again).
-    const last = new Map<number, PendingEvent>();
-    for (const e of events) {
-      const p = last.get(e.queueId);
-      if (p?.kind === e.kind) p.ids.push(...e.ids);
-      else {
-        const fresh = { ...e, ids: [...e.ids] };
-        this.pendingEvents.push(fresh);
-        last.set(e.queueId, fresh);
-      }
-    }
+    this.pendingEvents = coalesce(events);
     this.emitEvents();
     for (const id of touched) this.kick(id);
     this.arm();
@@ -267,7 +250,7 @@ export class Engine {
         const q = this.store.queueById(e.queueId);
         counts.set(e.queueId, q ? this.countsOf(q, now) : null);
       }
-      const body: ChangeBody = { namespace: e.ns, queue: e.name, kind: e.kind, ids: e.ids.slice(0, 1000), counts: counts.get(e.queueId) ?? null, at: now };
+      const body: ChangeBody = { namespace: e.ns, queue: e.name, kind: e.kind, ids: e.ids, counts: counts.get(e.queueId) ?? null, at: now };
       for (const l of this.listeners) l(body);
     }
   }
@@ -370,7 +353,7 @@ export class Engine {
       // shorter limit makes overdue goes now, in this transaction, so the answer shows it gone.
       if (policy.maxMessageAgeMs !== before.maxMessageAgeMs || policy.deadRetentionMs !== before.deadRetentionMs) {
         this.store.reExpire(q.id, { from: before.maxMessageAgeMs, to: policy.maxMessageAgeMs }, policy.deadRetentionMs - before.deadRetentionMs);
-        this.applyDue();
+        this.applyDue(this.clock.now());
         // Messages a shorter limit deleted (not those it only dead-lettered) were deleted by this
         // call, as a purge deletes them: the audit log says who did it and how many.
         const after = this.store.queueById(q.id)!;
@@ -845,7 +828,8 @@ export class Engine {
     const releasedAt = o.timeout && row.lease_until !== null ? row.lease_until : now;
     if (o.toDead || row.attempts >= policy.maxDeliveries) {
       const reason = o.timeout ? policy.reasons.timeout : policy.recordNackReason && o.reason ? o.reason : policy.reasons.nack;
-      this.store.kill({ ...row, state: LEASED }, releasedAt, reason, o.error, releasedAt + policy.deadRetentionMs);
+      const deadAt = this.deathDate(releasedAt);
+      this.store.kill({ ...row, state: LEASED }, deadAt, reason, o.error, deadAt + policy.deadRetentionMs);
       this.note(q, 'dead', [id]);
       return;
     }
@@ -1121,7 +1105,12 @@ export class Engine {
   // ------------------------------------------------------------------ due work and the clock
 
   /** Applies every piece of work due now: lease expiries, age limits, dead retention, delayed → ready. */
-  private applyDue(): void {
+  /**
+   * `diesFrom`: deaths are dated when they fell due (a start after a stop catches up on them), but
+   * not before this. A configure that shortens the age limit passes now: a message past a limit it
+   * never had before dies now, and is kept its dead retention from now.
+   */
+  private applyDue(diesFrom = -Infinity): void {
     const now = this.clock.now();
     const leaving = new Set<number>();
     // One due instant at a time, in time order: a sweep may catch up many instants (a start on a
@@ -1133,7 +1122,7 @@ export class Engine {
     // at this instant, as a death with no retention is) waits for the next sweep instead of
     // spinning this loop.
     for (let at = this.store.nextDue(), last = -Infinity; at !== null && at <= now && at > last; last = at, at = this.store.nextDue()) {
-      this.expireDue(at, now, leaving);
+      this.expireDue(at, now, leaving, diesFrom);
       this.endLeases(at);
     }
     for (const [queueId, at] of [...this.delayedAt]) {
@@ -1153,8 +1142,11 @@ export class Engine {
     for (const queueId of this.consumers.queues()) this.touched.add(queueId);
   }
 
-  /** Age limits and dead retention due at or before `at` (when they fell due); `now` is when they are noticed. */
-  private expireDue(at: number, now: number, leaving: Set<number>): void {
+  /**
+   * Age limits and dead retention due at or before `at` (when they fell due); `now` is when they
+   * are noticed. A message dies no earlier than `diesFrom`.
+   */
+  private expireDue(at: number, now: number, leaving: Set<number>, diesFrom: number): void {
     for (;;) {
       const rows = this.store.dueExpiries(at, SWEEP_BATCH);
       for (const row of rows) {
@@ -1169,12 +1161,23 @@ export class Engine {
           this.store.drop(row);
           this.note(q, row.state === DEAD ? 'purged' : 'dropped', [messageId(row.id)]);
         } else {
-          this.store.kill(row, at, policy.reasons.expired, null, at + policy.deadRetentionMs);
+          const deadAt = this.deathDate(Math.max(at, diesFrom));
+          this.store.kill(row, deadAt, policy.reasons.expired, null, deadAt + policy.deadRetentionMs);
           this.note(q, 'dead', [messageId(row.id)]);
         }
       }
       if (rows.length < SWEEP_BATCH) break;
     }
+  }
+
+  /**
+   * When a message that died of due work (`dueAt`) is dated: then, but never before a death this
+   * process has already dated. Dead letters list by date, so a timer that ran late must not slip
+   * one in behind a page a client already read.
+   */
+  private deathDate(dueAt: number): number {
+    this.lastDeathAt = Math.max(this.lastDeathAt, dueAt);
+    return this.lastDeathAt;
   }
 
   /** Leases that ended at or before `at`: back to the queue, or dead once out of deliveries. */

@@ -265,6 +265,57 @@ describe('engine: message transitions', () => {
       assert.deepEqual([last.get(a.id), last.get(b.id)], ['leased', 'leased'], 'read in order, the events say where each message is');
     }));
 
+  it('changes to different messages of one commit merge by kind, however they interleave; a change to the same message keeps its place', () =>
+    withQueue('cache', async (t) => {
+      // Found in review of the ordering fix: one event per change when pushes and acks alternate.
+      for (let i = 0; i < 50; i++) await t.engine.push({ ...ref, body: i });
+      const { messages } = await t.engine.pull({ ...ref, max: 50 });
+      t.events.length = 0;
+      const pushed = await Promise.all(messages.flatMap((m, i) => [t.engine.ack({ receipt: m.receipt }), t.engine.push({ ...ref, body: 100 + i })]));
+      assert.deepEqual(t.events.map((e) => [e.kind, e.ids.length]), [['acked', 50], ['pushed', 50]]);
+      assert.deepEqual(t.events[1].ids, pushed.filter((_, i) => i % 2 === 1).map((r) => (r as { id: string }).id), 'in the order they were pushed');
+    }));
+
+  it('a commit that moves more messages than an event carries sends at most 1000 ids an event, and the emulator goes on', async () => {
+    // Found in review: merging spread every id into one call, and 200,000 dead letters purged in one
+    // commit overflowed the stack after that commit, which took the process down.
+    const t = makeEngine();
+    try {
+      await t.engine.createQueue({ ...ref, dialect: 'sync', policy: { maxMessageAgeMs: 1000 } });
+      const n = 150_000;
+      const per = 1000;
+      for (let i = 0; i < n; i += per) await t.engine.pushBatch({ ...ref, messages: Array.from({ length: per }, (_, j) => ({ body: i + j })) });
+      await t.advance(1000); // every message reaches its age limit: all dead
+      assert.equal((await t.engine.stats(ref)).counts.dead, n);
+      t.events.length = 0;
+      const [one, all] = await Promise.all([t.engine.purgeDead({ ...ref, ids: ['m_1'] }), t.engine.purgeDead(ref)]);
+      assert.deepEqual([one.purged, all.purged], [1, n - 1]);
+      assert.deepEqual(t.events.map((e) => [e.kind, e.ids.length]), [['purged', 1000]]);
+      assert.equal((await t.engine.push({ ...ref, body: 'after' })).deduped, false, 'the engine still answers');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a death noticed late is dated no earlier than one already listed, so paging the dead letters misses none', () =>
+    withQueue('cache', async (t) => {
+      // Found in review: a timer that runs late (a busy process) dated a lease's end in the past,
+      // behind a dead letter a client had already paged past.
+      await t.engine.configureQueue({ ...ref, policy: { maxDeliveries: 1 } });
+      for (const body of ['a', 'b', 'c']) await t.engine.push({ ...ref, body });
+      const a = await pullOne(t, 1000);
+      const b = await pullOne(t, 60_000);
+      const c = await pullOne(t, 60_000);
+      t.clock.set(t.clock.now() + 5000); // time moves on, and no timer has run yet
+      await t.engine.nack({ receipt: b.receipt }); // b and c die now
+      await t.engine.nack({ receipt: c.receipt });
+      const first = await t.engine.deadList({ ...ref, limit: 1 });
+      assert.deepEqual(first.messages.map((m) => m.id), [b.id]);
+      await t.advance(0); // the late timer: a's lease ended 4 s ago
+      const rest = await t.engine.deadList({ ...ref, limit: 10, cursor: first.next! });
+      assert.deepEqual(rest.messages.map((m) => m.id), [c.id, a.id], 'the later page has it');
+    }));
+
   it('env: a message older than the queue retention is dropped', () =>
     withQueue('env', async (t) => {
       const { id } = await t.engine.push({ ...ref, body: 1 });
@@ -402,6 +453,24 @@ describe('engine: message transitions', () => {
       assert.deepEqual(entries.map((e) => [e.action, e.token, e.tokenId, e.count, e.queue, e.detail]), [
         ['expire', 'ops', 'tok_9', 2, 'q', `deadRetentionMs ${3 * DAY} → ${DAY}`],
       ]);
+    }));
+
+  it('an age limit set now kills what is past it now: dead-lettered and kept its retention from now, not dated back to when the new limit would have ended', () =>
+    withQueue('cache', async (t) => {
+      // Found in review: deaths were dated when they fell due, which for a limit the message never
+      // had was 19 days ago, so with 14 days of dead retention the configure deleted it outright.
+      const old = await t.engine.push({ ...ref, body: 'old' });
+      await t.advance(20 * DAY);
+      const now = t.clock.now();
+      const info = await t.engine.configureQueue({ ...ref, policy: { maxMessageAgeMs: DAY } });
+      assert.deepEqual([info.counts.ready, info.counts.dead], [0, 1]);
+      const [dead] = (await t.engine.deadList(ref)).messages;
+      assert.deepEqual([dead.id, dead.deadReason, dead.deadAt], [old.id, 'expired', now]);
+      assert.deepEqual((await t.engine.auditList({})).entries, [], 'dead-lettered, not deleted: nothing to audit');
+      await t.advance(14 * DAY - 1);
+      assert.equal((await t.engine.stats(ref)).counts.dead, 1, 'kept 14 days from the configure');
+      await t.advance(1);
+      assert.equal((await t.engine.stats(ref)).counts.dead, 0);
     }));
 
   it('an age limit set on an env queue deletes what is past it, audited as expire', () =>
