@@ -102,7 +102,6 @@ export class Engine {
   /** Earliest future visible_at per queue (delayed → ready is an event, not a write). */
   private readonly delayedAt = new Map<number, number>();
   /** Queues touched in the open transaction, with the kinds of change and ids, for events. */
-  private pendingEvents: PendingEvent[] = [];
   /** The latest date given to a death in this process (see deathDate). */
   private lastDeathAt = -Infinity;
   private jobEvents: PendingEvent[] = [];
@@ -209,8 +208,7 @@ export class Engine {
       this.policies.clear();
       return;
     }
-    this.pendingEvents = coalesce(events);
-    this.emitEvents();
+    this.emitEvents(events);
     for (const id of touched) this.kick(id);
     this.arm();
     this.scheduleCheckpoint();
@@ -238,11 +236,10 @@ export class Engine {
     }
   }
 
-  private emitEvents(): void {
-    if (this.pendingEvents.length === 0) return;
-    const pending = this.pendingEvents;
-    this.pendingEvents = [];
-    if (this.listeners.size === 0 || !this.eventsWanted()) return;
+  /** A committed transaction's changes, to subscribers (merged only when someone listens). */
+  private emitEvents(changes: PendingEvent[]): void {
+    if (changes.length === 0 || this.listeners.size === 0 || !this.eventsWanted()) return;
+    const pending = coalesce(changes);
     const now = this.clock.now();
     const counts = new Map<number, QueueCounts | null>();
     for (const e of pending) {
