@@ -539,15 +539,18 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
       return stopping;
     },
   };
+  // A signal may outlive many runs (one for a whole test suite): a stopped run lets go of it.
+  const onAbort = () => void running.stop();
   if (signal) {
     if (signal.aborted) void running.stop();
-    else signal.addEventListener('abort', () => void running.stop(), { once: true });
+    else signal.addEventListener('abort', onAbort, { once: true });
   }
   return running;
 
   async function stopNow(): Promise<void> {
     if (stopped) return;
     stopped = true;
+    signal?.removeEventListener('abort', onAbort);
     forgetReconnects();
     // Detach first so no new batch comes; then finish what is in hand (up to its lease end). With
     // no connection up (the emulator closed or restarting) there is nothing to detach: the emulator

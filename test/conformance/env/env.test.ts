@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -562,6 +563,19 @@ describe('conformance: env (seeds/001)', function () {
       await emu.clock.advance(10 * SECOND);
       assert.deepEqual(seen, [1], 'nothing delivered after the abort');
       await conn.close();
+    });
+
+    it('a signal that outlives many runs is let go by each run that stops (one for a whole suite)', async () => {
+      // Found by a leak probe: each stopped run kept its abort listener, and with it its connection.
+      await createQueue('one-signal');
+      const suite = new AbortController();
+      const listening = () => getEventListeners(suite.signal, 'abort').length;
+      for (let i = 0; i < 5; i++) {
+        const c = await runConsumer({ async queue() {} }, { url: emu.url, token: emu.token, project, environment, queue: 'one-signal', signal: suite.signal, onError: () => {} });
+        assert.equal(listening(), 1, 'the running one listens');
+        await c.stop();
+        assert.equal(listening(), 0, `run ${i + 1} let go when it stopped`);
+      }
     });
 
     it('env.queue inside the handler sends within the same project and environment', async () => {
