@@ -148,7 +148,12 @@ export function createCache(opts: CacheOptions): Cache {
   if (namespace === undefined) throw invalidArg('createCache needs a namespace');
   const given = optTransport(opts.transport);
   let transport: Transport = given ?? new Connection({ url: opts.url, token: opts.token, client: 'quayside-cache' });
-  const queues = new Map<string, CacheQueue>();
+  // One handle per name while the app holds it; weakly, so a cache that outlives many queue names
+  // (one per test) does not keep a handle for every name it was ever asked for.
+  const queues = new Map<string, WeakRef<CacheQueue>>();
+  const forget = new FinalizationRegistry<string>((n) => {
+    if (queues.get(n)?.deref() === undefined) queues.delete(n);
+  });
   /** How many times close() was called: a consume() loop ends when it changes. */
   let closes = 0;
   /** Connections a consume() loop still settles a batch over, and those close() retired meanwhile. */
@@ -172,10 +177,11 @@ export function createCache(opts: CacheOptions): Cache {
     queue<T = unknown>(name: string): CacheQueue<T> {
       const n = optString(name, 'queue name');
       if (n === undefined) throw invalidArg('cache.queue(name) needs a name');
-      let q = queues.get(n);
+      let q = queues.get(n)?.deref();
       if (!q) {
         q = cacheQueue(link, namespace, n);
-        queues.set(n, q);
+        queues.set(n, new WeakRef(q));
+        forget.register(q, n);
       }
       // One handle per name whatever type it is asked with: the type is the caller's word for the bodies.
       return q as CacheQueue<T>;

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { promisify } from 'node:util';
 import { createCache, type Cache, type CacheMessage, type CacheQueue } from '../../../emulator/clients/cache';
 import { createEnv } from '../../../emulator/clients/env';
@@ -14,6 +16,12 @@ import { DAY, HOUR, SECOND, START, admin, bodyOfBytes, fresh, readOnlyToken, rej
 // emulator's virtual clock.
 
 type Emu = Awaited<ReturnType<typeof startTestEmulator>>;
+
+/** A full garbage collection, without starting node with --expose-gc. */
+function collectGarbage(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (vm.runInNewContext('gc') as () => void)();
+}
 
 describe('conformance: cache (seeds/000)', function () {
   let emu: Emu;
@@ -56,6 +64,18 @@ describe('conformance: cache (seeds/000)', function () {
       const q = cache.queue('name');
       assert.equal(q.name, 'name');
       for (const fn of ['push', 'pull', 'ack', 'nack', 'consume', 'deadLetters', 'replay', 'purgeDead'] as const) assert.equal(typeof q[fn], 'function');
+    });
+
+    it('one handle per name while the app holds it, and none kept for names it no longer uses', async () => {
+      // Found by a leak probe: a cache that lived as long as a test suite kept a handle for every
+      // queue name it was ever asked for (a name per test).
+      const held = cache.queue('held');
+      assert.equal(cache.queue('held'), held, 'asked again, the same handle');
+      const dropped = (() => new WeakRef(cache.queue('dropped')))();
+      await new Promise((r) => setImmediate(r)); // a WeakRef holds its target until the current job ends
+      collectGarbage();
+      assert.equal(dropped.deref(), undefined, 'nothing in the cache holds a handle the app let go');
+      assert.equal(cache.queue('held'), held);
     });
 
     it('the queue exists as soon as you push to it', async () => {
