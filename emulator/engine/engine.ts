@@ -102,6 +102,8 @@ export class Engine {
   /** Earliest future visible_at per queue (delayed → ready is an event, not a write). */
   private readonly delayedAt = new Map<number, number>();
   /** Queues touched in the open transaction, with the kinds of change and ids, for events. */
+  /** The last dedupe sweep stopped at its bound with expired keys left (see sweepDedupe). */
+  private dedupeBacklog = false;
   /** The latest date given to a death in this process (see deathDate). */
   private lastDeathAt = -Infinity;
   private jobEvents: PendingEvent[] = [];
@@ -128,7 +130,7 @@ export class Engine {
     this.lag = new LagHistory(this.store, this.clock);
     this.tokens = new TokenBook(this.store, this.clock);
     this.gc.afterBegin = () => {
-      if (this.lag.roll(this.touched)) this.sweepDedupe();
+      if (this.lag.roll(this.touched) || this.dedupeBacklog) this.sweepDedupe();
     };
     this.gc.beforeCommit = () => this.lag.record(this.touched);
     this.gc.afterCommit = (ok) => this.afterCommit(ok);
@@ -1191,12 +1193,16 @@ export class Engine {
 
   /**
    * Expired dedupe keys are already ignored at look-up; this keeps the table from growing. Run when
-   * a half-hour step begins, bounded, because every operation waits for it: a backlog (a data
-   * directory from before the sweep) drains over the next steps.
+   * a half-hour step begins, bounded, because every operation waits for it. What that leaves (keys
+   * expiring faster than 10,000 a step, a data directory from before the sweep) goes a batch at the
+   * start of each transaction until none is left, so it cannot pile up under steady work.
    */
   private sweepDedupe(): void {
     const now = this.clock.now();
-    for (let i = 0; i < DEDUPE_SWEEP_BATCHES; i++) if (this.store.sweepDedupe(now, DEDUPE_SWEEP_ROWS) < DEDUPE_SWEEP_ROWS) break;
+    const batches = this.dedupeBacklog ? 1 : DEDUPE_SWEEP_BATCHES;
+    let full = true;
+    for (let i = 0; i < batches && full; i++) full = this.store.sweepDedupe(now, DEDUPE_SWEEP_ROWS) === DEDUPE_SWEEP_ROWS;
+    this.dedupeBacklog = full;
   }
 
   /** The next instant at which any due work exists, or null. */
