@@ -206,8 +206,10 @@ export class Engine {
     const touched = this.touched;
     this.touched = new Set();
     if (!ok) {
-      // The transaction did not commit: cached policies may be ahead of the file.
+      // The transaction did not commit: cached policies may be ahead of the file. A backlog sweep
+      // that cannot commit (a full disk) is left to the next step, so reads need no write meanwhile.
       this.policies.clear();
+      this.dedupeBacklog = false;
       return;
     }
     this.emitEvents(events);
@@ -249,7 +251,8 @@ export class Engine {
         const q = this.store.queueById(e.queueId);
         counts.set(e.queueId, q ? this.countsOf(q, now) : null);
       }
-      const body: ChangeBody = { namespace: e.ns, queue: e.name, kind: e.kind, ids: e.ids, counts: counts.get(e.queueId) ?? null, at: now };
+      // A queue deleted and made again in one commit may reuse its row id: the deleted one has no counts.
+      const body: ChangeBody = { namespace: e.ns, queue: e.name, kind: e.kind, ids: e.ids, counts: e.kind === 'queue_deleted' ? null : counts.get(e.queueId) ?? null, at: now };
       for (const l of this.listeners) l(body);
     }
   }
@@ -1175,7 +1178,8 @@ export class Engine {
    * one in behind a page a client already read.
    */
   private deathDate(dueAt: number): number {
-    this.lastDeathAt = Math.max(this.lastDeathAt, dueAt);
+    // Never after now, though: a system clock set back must not date deaths in the future.
+    this.lastDeathAt = Math.max(dueAt, Math.min(this.lastDeathAt, this.clock.now()));
     return this.lastDeathAt;
   }
 
@@ -1199,9 +1203,16 @@ export class Engine {
    */
   private sweepDedupe(): void {
     const now = this.clock.now();
-    const batches = this.dedupeBacklog ? 1 : DEDUPE_SWEEP_BATCHES;
+    // A transaction may write many keys (batches in one group commit): each backlog sweep takes
+    // more than came in since the last, so the backlog shrinks whatever the load.
+    const written = this.store.takeDedupeWritten();
+    if (this.dedupeBacklog) {
+      const max = DEDUPE_SWEEP_ROWS + written;
+      this.dedupeBacklog = this.store.sweepDedupe(now, max) === max;
+      return;
+    }
     let full = true;
-    for (let i = 0; i < batches && full; i++) full = this.store.sweepDedupe(now, DEDUPE_SWEEP_ROWS) === DEDUPE_SWEEP_ROWS;
+    for (let i = 0; i < DEDUPE_SWEEP_BATCHES && full; i++) full = this.store.sweepDedupe(now, DEDUPE_SWEEP_ROWS) === DEDUPE_SWEEP_ROWS;
     this.dedupeBacklog = full;
   }
 

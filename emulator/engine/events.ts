@@ -19,7 +19,8 @@ export const EVENT_IDS_MAX = 1000;
  * A change joins the queue's latest event of its kind when no later event of that queue names any
  * of its messages: pushes and acks of different messages merge into two events however they
  * interleave, while a message leased, nacked and leased again stays three events in that order.
- * Changes that name no message (a delay ended, queue events) join only the queue's last event.
+ * Changes that name no message (a delay ended, a live purge, queue events) join only the queue's
+ * last event, and no later change joins an event before them.
  */
 export function coalesce(changes: readonly PendingEvent[]): PendingEvent[] {
   const out: PendingEvent[] = [];
@@ -29,7 +30,13 @@ export function coalesce(changes: readonly PendingEvent[]): PendingEvent[] {
     if (!q) queues.set(c.queueId, (q = { last: -1, byKind: new Map(), namedAt: new Map() }));
     const k = q.byKind.get(c.kind);
     const named = q.namedAt;
-    const joins = k !== undefined && (k === q.last || (c.ids.length > 0 && c.ids.every((id) => (named.get(id) ?? -1) <= k)));
+    // A full event drops what joins it: a message changed earlier in this commit gets an event of
+    // its own instead, or its last change would go unsaid.
+    const full = k !== undefined && out[k].ids.length >= EVENT_IDS_MAX;
+    const joins =
+      k !== undefined &&
+      (k === q.last || (c.ids.length > 0 && c.ids.every((id) => (named.get(id) ?? -1) <= k))) &&
+      !(full && c.ids.some((id) => named.has(id)));
     let at: number;
     if (joins) {
       at = k;
@@ -39,6 +46,9 @@ export function coalesce(changes: readonly PendingEvent[]): PendingEvent[] {
     } else {
       at = out.length;
       out.push({ ...c, ids: c.ids.slice(0, EVENT_IDS_MAX) });
+      // A change that names no message (a live purge, a queue deleted or made) may concern any of
+      // them: nothing after it joins an event before it.
+      if (c.ids.length === 0) q.byKind.clear();
       q.byKind.set(c.kind, at);
       q.last = at;
     }

@@ -177,6 +177,8 @@ export interface QueueStore {
   dueExpiries(now: number, limit: number): DueRow[];
   /** Deletes up to `max` dedupe keys whose window ended by `now`; returns how many. */
   sweepDedupe(now: number, max: number): number;
+  /** Dedupe keys written since the last call. */
+  takeDedupeWritten(): number;
 
   // ---- dead letters and purge
   /** Dead messages back to waiting with attempts 0: the given ids, or the oldest max. Returns the ids moved. */

@@ -813,7 +813,10 @@ export class Store implements QueueStore {
       const m = items[i];
       ids[i] = this.allocateMessageId();
       this.noteDue(m.expiresAt);
-      if (m.dedupeKey !== null) this.s.dedupePut.run(queueId, m.dedupeKey, ids[i], m.dedupeUntil);
+      if (m.dedupeKey !== null) {
+        this.s.dedupePut.run(queueId, m.dedupeKey, ids[i], m.dedupeUntil);
+        this.dedupeWritten++;
+      }
       bytes += m.size;
     }
     let i = 0;
@@ -929,6 +932,8 @@ export class Store implements QueueStore {
    * undefined: unknown, ask SQLite.
    */
   private dueFloor: number | null | undefined = undefined;
+  /** Dedupe keys written since takeDedupeWritten() last read it. */
+  private dedupeWritten = 0;
 
   private noteDue(t: number | null): void {
     if (t === null || this.dueFloor === undefined) return;
@@ -960,6 +965,13 @@ export class Store implements QueueStore {
 
   sweepDedupe(now: number, max: number): number {
     return this.s.dedupeSweep.run(now, max).changes;
+  }
+
+  /** Dedupe keys written since the last call (how fast keys come in, for the sweep to keep up). */
+  takeDedupeWritten(): number {
+    const n = this.dedupeWritten;
+    this.dedupeWritten = 0;
+    return n;
   }
 
   // ---- dead letters

@@ -75,6 +75,22 @@ describe('engine: decisions', () => {
       assert.equal(keys(), 0);
     });
 
+    it('a steady stream of keys faster than a step\'s sweep, many to a transaction, does not pile up', async () => {
+      // Found in review: one batch of 1,000 a transaction could not keep up with group commits of
+      // several 1,000-key batches.
+      t = makeEngine({ start: Date.UTC(2026, 0, 5, 10, 0, 0) });
+      const keys = () => (t.store.db.prepare('SELECT count(*) AS n FROM dedupe').get() as { n: number }).n;
+      let k = 0;
+      const batch = () => t.engine.pushBatch({ ...ref, create: 'cache', messages: Array.from({ length: 1000 }, () => ({ body: 1, dedupeKey: `k${k++}` })) });
+      // 10,000 keys a commit (ten batches at once), a commit every 10 minutes for 3 hours, each key
+      // expiring an hour after its push: 30,000 a step, and at most 6 commits' worth in the window.
+      for (let round = 0; round < 18; round++) {
+        await Promise.all(Array.from({ length: 10 }, batch));
+        await t.advance(10 * MINUTE);
+      }
+      assert.ok(keys() <= 7 * 10_000, `${keys()} keys in the table; at most 60,000 are in their window`);
+    });
+
     it('repeats never extend the window', async () => {
       t = makeEngine();
       const first = await t.engine.push({ ...ref, body: 1, dedupeKey: 'k', create: 'cache' });

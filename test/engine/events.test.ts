@@ -30,6 +30,20 @@ describe('engine: events of one commit', () => {
     assert.deepEqual(shape(ready), ['1:ready[]', '1:leased[m_1]', '1:ready[]']);
   });
 
+  it('nothing after a change that names no message joins an event before it (a live purge, a queue deleted and made again)', () => {
+    const purge = coalesce([change(1, 'pushed', 'm_1'), change(1, 'purged'), change(1, 'pushed', 'm_2')]);
+    assert.deepEqual(shape(purge), ['1:pushed[m_1]', '1:purged[]', '1:pushed[m_2]']);
+    const remade = coalesce([change(1, 'pushed', 'm_1'), change(1, 'queue_deleted'), change(1, 'queue_created'), change(1, 'pushed', 'm_2')]);
+    assert.deepEqual(shape(remade), ['1:pushed[m_1]', '1:queue_deleted[]', '1:queue_created[]', '1:pushed[m_2]']);
+  });
+
+  it('a message changed again after its kind\'s event is full gets an event of its own, so its last change is said', () => {
+    const others = Array.from({ length: EVENT_IDS_MAX }, (_, i) => change(1, 'acked', `m_${i + 10}`));
+    const got = coalesce([change(1, 'leased', 'm_1'), ...others, change(1, 'acked', 'm_1'), change(1, 'acked', 'm_5000')]);
+    assert.deepEqual(got.map((e) => [e.kind, e.ids.length]), [['leased', 1], ['acked', EVENT_IDS_MAX], ['acked', 2]]);
+    assert.deepEqual(got[2].ids, ['m_1', 'm_5000']);
+  });
+
   it('queues are apart: a change to one never holds back or joins another\'s', () => {
     const got = coalesce([change(1, 'pushed', 'm_1'), change(2, 'pushed', 'm_2'), change(1, 'acked', 'm_1'), change(2, 'pushed', 'm_3'), change(1, 'pushed', 'm_4')]);
     assert.deepEqual(shape(got), ['1:pushed[m_1,m_4]', '2:pushed[m_2,m_3]', '1:acked[m_1]']);
