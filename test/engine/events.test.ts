@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { EVENT_IDS_MAX, coalesce, type PendingEvent } from '../../emulator/engine/events';
+import { rng } from '../../scripts/seeded-random';
 
 // How one commit's changes become the events subscribers get (emulator/engine/events.ts).
 
@@ -47,6 +48,41 @@ describe('engine: events of one commit', () => {
   it('queues are apart: a change to one never holds back or joins another\'s', () => {
     const got = coalesce([change(1, 'pushed', 'm_1'), change(2, 'pushed', 'm_2'), change(1, 'acked', 'm_1'), change(2, 'pushed', 'm_3'), change(1, 'pushed', 'm_4')]);
     assert.deepEqual(shape(got), ['1:pushed[m_1,m_4]', '2:pushed[m_2,m_3]', '1:acked[m_1]']);
+  });
+
+  it('random commits: read in order, the events leave every message, and every change that names none, where the changes did', () => {
+    // The order that matters: for each message, its last change; and where that falls against each
+    // change naming no message (a live purge or a queue event may concern any message).
+    const kinds: PendingEvent['kind'][] = ['pushed', 'leased', 'acked', 'requeued', 'dead', 'replayed', 'extended'];
+    const blind: PendingEvent['kind'][] = ['ready', 'purged', 'queue_updated'];
+    const story = (events: PendingEvent[]) => {
+      const last = new Map<string, { kind: string; at: number }>();
+      const barriers: number[] = [];
+      events.forEach((e, i) => {
+        const prev = events[i - 1];
+        // A run of one kind naming no message says one thing (the run is merged into one event).
+        if (e.ids.length === 0 && !(prev && prev.ids.length === 0 && prev.kind === e.kind)) barriers.push(i);
+        for (const id of e.ids) last.set(id, { kind: e.kind, at: i });
+      });
+      // For each message: its last kind and how many barriers came before its last change.
+      return new Map([...last].map(([id, l]) => [id, `${l.kind}@${barriers.filter((b) => b < l.at).length}`]));
+    };
+    for (let seed = 1; seed <= 300; seed++) {
+      const r = rng(seed);
+      const changes: PendingEvent[] = [];
+      for (let n = 1 + Math.floor(r() * 40); n > 0; n--) {
+        const queueId = 1 + Math.floor(r() * 2);
+        if (r() < 0.1) changes.push(change(queueId, blind[Math.floor(r() * blind.length)]));
+        else changes.push(change(queueId, kinds[Math.floor(r() * kinds.length)], ...Array.from({ length: 1 + Math.floor(r() * 3) }, () => `m_${queueId}_${Math.floor(r() * 6)}`)));
+      }
+      const got = coalesce(changes);
+      for (const queueId of [1, 2]) {
+        const mine = (es: PendingEvent[]) => es.filter((e) => e.queueId === queueId);
+        assert.deepEqual(story(mine(got)), story(mine(changes)), `seed ${seed}, queue ${queueId}: ${shape(mine(changes)).join(' ')} → ${shape(mine(got)).join(' ')}`);
+        assert.equal(mine(got).filter((e) => e.ids.length === 0).length, mine(changes).filter((c, i, all) => c.ids.length === 0 && !(i > 0 && all[i - 1].kind === c.kind && all[i - 1].ids.length === 0)).length, `seed ${seed}: every run of changes naming no message is one event`);
+      }
+      assert.ok(got.length <= changes.length);
+    }
   });
 
   it(`an event names at most ${EVENT_IDS_MAX} messages, from a change of 300,000 as from many merged`, () => {
