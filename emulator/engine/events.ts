@@ -33,8 +33,11 @@ export function coalesce(changes: readonly PendingEvent[]): PendingEvent[] {
     // A full event drops what joins it: a message changed earlier in this commit gets an event of
     // its own instead, or its last change would go unsaid.
     const full = k !== undefined && out[k].ids.length >= EVENT_IDS_MAX;
+    // Only alike changes merge: a live purge (no ids) and a purge of dead letters (ids) are both
+    // `purged`, and merged, the empty ids that say "every live message" would be lost.
     const joins =
       k !== undefined &&
+      (out[k].ids.length === 0) === (c.ids.length === 0) &&
       (k === q.last || (c.ids.length > 0 && c.ids.every((id) => (named.get(id) ?? -1) <= k))) &&
       !(full && c.ids.some((id) => named.has(id)));
     let at: number;

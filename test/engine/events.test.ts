@@ -38,6 +38,13 @@ describe('engine: events of one commit', () => {
     assert.deepEqual(shape(remade), ['1:pushed[m_1]', '1:queue_deleted[]', '1:queue_created[]', '1:pushed[m_2]']);
   });
 
+  it('a live purge (no ids) and a purge of dead letters (ids) in one commit stay two events, in either order', () => {
+    // Found by a probe that followed the events: the live purge joined the dead-letter purge's event
+    // (or that one joined it), and the messages the live purge deleted read as still waiting.
+    assert.deepEqual(shape(coalesce([change(1, 'purged', 'm_1'), change(1, 'purged')])), ['1:purged[m_1]', '1:purged[]']);
+    assert.deepEqual(shape(coalesce([change(1, 'purged'), change(1, 'purged', 'm_1')])), ['1:purged[]', '1:purged[m_1]']);
+  });
+
   it('a message changed again after its kind\'s event is full gets an event of its own, so its last change is said', () => {
     const others = Array.from({ length: EVENT_IDS_MAX }, (_, i) => change(1, 'acked', `m_${i + 10}`));
     const got = coalesce([change(1, 'leased', 'm_1'), ...others, change(1, 'acked', 'm_1'), change(1, 'acked', 'm_5000')]);
@@ -53,7 +60,7 @@ describe('engine: events of one commit', () => {
   it('random commits: read in order, the events leave every message, and every change that names none, where the changes did', () => {
     // The order that matters: for each message, its last change; and where that falls against each
     // change naming no message (a live purge or a queue event may concern any message).
-    const kinds: PendingEvent['kind'][] = ['pushed', 'leased', 'acked', 'requeued', 'dead', 'replayed', 'extended'];
+    const kinds: PendingEvent['kind'][] = ['pushed', 'leased', 'acked', 'requeued', 'dead', 'replayed', 'extended', 'purged'];
     const blind: PendingEvent['kind'][] = ['ready', 'purged', 'queue_updated'];
     const story = (events: PendingEvent[]) => {
       const last = new Map<string, { kind: string; at: number }>();
