@@ -254,7 +254,17 @@ export interface ConsumerDroppedEvent {
   reason: 'queue_deleted' | 'token_changed';
 }
 
-export type ServerEvent = ChangeEvent | DeliverEvent | ClockEvent | ConsumerDroppedEvent;
+/**
+ * Change events of this subscription were dropped while its connection did not read (see
+ * Backpressure in docs/protocol.md); sent once it reads again. What was dropped is not named:
+ * re-read with `stats` / `peek`.
+ */
+export interface GapEvent {
+  event: 'gap';
+  subscription: string;
+}
+
+export type ServerEvent = ChangeEvent | DeliverEvent | ClockEvent | ConsumerDroppedEvent | GapEvent;
 
 /**
  * Every operation: its arguments and its result. A request frame is

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Engine, ChangeBody } from '../engine/engine';
-import { LIMITS, type ResponseFrame, type ServerEvent } from '../protocol';
+import { LIMITS, type ChangeEvent, type ResponseFrame, type ServerEvent } from '../protocol';
 import { hostAllowed, originAllowed } from './auth';
 import { Session, answerNotSent, dispatch, endSession, matches } from './dispatch';
 import { metricsText } from './metrics';
@@ -31,6 +31,8 @@ const WINDOW = 32;
 const CATCH_UP = 1024 * 1024;
 const HIGH_WATER = 8 * 1024 * 1024;
 const WAITING_BYTES = 8 * 1024 * 1024;
+/** How often a connection that lost change events is looked at, to tell it once it reads again. */
+const GAP_LOOK_MS = 50;
 /** How long close() waits for running requests to be answered and clients to answer its close frames. */
 const CLOSE_WAIT_MS = 500;
 /**
@@ -48,6 +50,10 @@ interface Flow {
   awaitingDrain: boolean;
   /** Frames received so far: the first few of a connection count as arrivals (see `arrivals`). */
   frames: number;
+  /** Subscriptions whose change events were dropped, to be told (`gap`) once the connection reads again. */
+  gaps: Set<string>;
+  /** The look for the end of a backlog that will announce those gaps. */
+  gapTimer: NodeJS.Timeout | null;
 }
 
 /** How many of a connection's requests may run at once, given what it has not read yet. */
@@ -159,7 +165,7 @@ export class QuaysideServer {
 
   private onConnection(ws: WebSocket): void {
     const session = new Session((e) => this.send(ws, e, false));
-    const flow: Flow = { waiting: [], waitingBytes: 0, running: 0, awaitingDrain: false, frames: 0 };
+    const flow: Flow = { waiting: [], waitingBytes: 0, running: 0, awaitingDrain: false, frames: 0, gaps: new Set(), gapTimer: null };
     this.sessions.set(ws, session);
     this.flows.set(ws, flow);
     ws.on('message', (data, isBinary) => this.onFrame(ws, session, flow, data, isBinary));
@@ -168,6 +174,7 @@ export class QuaysideServer {
       this.sessions.delete(ws);
       this.flows.delete(ws);
       flow.waiting.length = 0;
+      if (flow.gapTimer) clearTimeout(flow.gapTimer);
       endSession(this.engine, session);
       this.log(`connection closed${session.actor ? ` (token "${session.actor.name}")` : ''} (${this.sessions.size} open)`);
     });
@@ -272,13 +279,35 @@ export class QuaysideServer {
 
   private readonly corked = new Set<import('node:net').Socket>();
 
-  /** Answers always go out; change events are dropped for a connection that does not read. */
+  /**
+   * Answers always go out; change events are dropped for a connection that does not read, and its
+   * subscription is told of the gap once it reads again, so a tool knows to re-read.
+   */
   private send(ws: WebSocket, frame: ResponseFrame | ServerEvent, essential: boolean): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (!essential && ws.bufferedAmount > HIGH_WATER && (frame as ServerEvent).event === 'change') return;
+    if (!essential && ws.bufferedAmount > HIGH_WATER && (frame as ServerEvent).event === 'change') {
+      const flow = this.flows.get(ws);
+      if (flow) this.noteGap(ws, flow, (frame as ChangeEvent).subscription);
+      return;
+    }
     ws.send(JSON.stringify(frame));
     const flow = this.flows.get(ws);
     if (flow && ws.bufferedAmount > HIGH_WATER) this.hold(ws, flow);
+  }
+
+  private noteGap(ws: WebSocket, flow: Flow, subscription: string): void {
+    flow.gaps.add(subscription);
+    if (flow.gapTimer) return;
+    // Polled, not tied to a drain: the backlog may sit in ws's own queue, where no drain comes.
+    const look = () => {
+      flow.gapTimer = null;
+      if (ws.readyState !== WebSocket.OPEN) return;
+      if (ws.bufferedAmount > HIGH_WATER) return void (flow.gapTimer = setTimeout(look, GAP_LOOK_MS).unref());
+      const gaps = [...flow.gaps];
+      flow.gaps.clear();
+      for (const subscription of gaps) this.send(ws, { event: 'gap', subscription }, true);
+    };
+    flow.gapTimer = setTimeout(look, GAP_LOOK_MS).unref();
   }
 
   private broadcast(e: ChangeBody): void {

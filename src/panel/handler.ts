@@ -469,6 +469,10 @@ export class PanelHandler {
 
   private onServerEvent(ev: ServerEvent) {
     if (ev.event === 'clock' && !this.disposed) this.post({ type: 'event', event: 'clock', now: ev.now });
+    // Changes of this panel's subscription were dropped (the connection fell behind): read it all again.
+    if (ev.event === 'gap' && !this.disposed && this.live?.subscription === ev.subscription) {
+      this.changes.add({ kinds: ['gap'], ids: [], counts: null, at: Date.now() });
+    }
     if (ev.event !== 'change' || this.disposed) return;
     if (ev.namespace !== this.ref.namespace || ev.queue !== this.ref.queue) return;
     // Several subscriptions on one connection (the tree's, another panel's) each get a copy.

@@ -461,6 +461,12 @@ export class TreeModel {
   /** Apply one server event to the cached state; says what to refresh. */
   apply(e: ServerEvent): ChangeEffect {
     if (e.event === 'clock') return this.clockMoved(e.now);
+    // Change events were dropped on the way (the connection fell behind): what is cached may be
+    // stale anywhere, so read it all again, as after a reconnect.
+    if (e.event === 'gap') {
+      this.setTransport(this.transport);
+      return { root: true, nodes: [] };
+    }
     if (e.event !== 'change') return { root: false, nodes: [] };
     if (e.kind === 'queue_created' || e.kind === 'queue_deleted' || e.kind === 'queue_updated') return { root: true, nodes: [] };
     const k = key(e.namespace, e.queue);

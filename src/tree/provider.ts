@@ -32,10 +32,10 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
     this.disposers.push(
       transport.onEvent((e) => {
         if (e.event === 'clock') this.debounced.add(this.model.apply(e));
-        if (e.event !== 'change') return;
+        if (e.event !== 'change' && e.event !== 'gap') return;
         // A queue panel subscribes on the same connection and gets its own copy of each change.
         if (this.subscription && e.subscription !== this.subscription) return;
-        this.eventsSeen++;
+        if (e.event === 'change') this.eventsSeen++;
         this.debounced.add(this.model.apply(e));
       }),
       // A new emulator, or the same one after a reconnect: subscribe again and reload.

@@ -722,8 +722,9 @@ function onHostEvent(e: PanelEvent) {
         return;
       }
       if (e.counts) setCounts(e.counts, e.at);
-      // Its settings changed (a shorter maxDelayMs, another consumer): read the queue again.
-      if (e.kinds.includes('queue_updated')) void init();
+      // Its settings changed (a shorter maxDelayMs, another consumer), or changes were lost on the
+      // way (`gap`): read the queue again.
+      if (e.kinds.includes('queue_updated') || e.kinds.includes('gap')) void init();
       $('live').classList.add('pulse');
       setTimeout(() => $('live').classList.remove('pulse'), 600);
       scheduleRefresh();

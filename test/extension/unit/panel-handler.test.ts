@@ -383,6 +383,19 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
+  it('a gap in its subscription\'s events (the connection fell behind) makes the webview read the queue again; another subscription\'s gap does not', async () => {
+    const { handler, t, events } = setup({ debounceMs: 10 });
+    await handler.dispatch('init', {});
+    await tick();
+    await t.request('subscribe', { namespace: 'elsewhere' }); // another subscription on the connection
+    t.emitGap();
+    await tick(30);
+    const changed = events().filter((e) => e.event === 'changed');
+    assert.equal(changed.length, 1, 'one refresh, for its own subscription\'s gap');
+    assert.deepEqual((changed[0] as any).kinds, ['gap']);
+    handler.dispose();
+  });
+
   it('resubscribes after a reconnect and tells the webview; unsubscribes on dispose', async () => {
     const { handler, t, events } = setup({ debounceMs: 10 });
     await handler.dispatch('init', {});

@@ -179,6 +179,31 @@ describe('extension: tree model', () => {
     assert.equal(m.isEmpty, true);
   });
 
+  it('a gap in the events (changes dropped while the connection fell behind) reloads the root and reads every queue again', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 1 })];
+    t.messages.set('ns/q', [message('m1', 'ready')]);
+    const m = await tree(t);
+    const [ns] = await m.children();
+    const [q] = await m.children(ns);
+    const [live] = await m.children(q);
+    await m.children(live);
+    const peeks = () => t.calls.filter((c) => c.op === 'peek').length;
+    const before = peeks();
+    assert.equal((await m.children(live)).length, 1);
+    assert.equal(peeks(), before, 'a folder no event marked stale is not peeked again');
+    // What the dropped events would have said: one more message.
+    t.queues = [queue('ns', 'q', { ready: 2 })];
+    t.messages.get('ns/q')!.push(message('m2', 'ready'));
+    assert.equal(m.apply({ event: 'gap', subscription: 's1' }).root, true);
+    const [ns2] = await m.children();
+    const [q2] = await m.children(ns2);
+    assert.equal(m.view(q2).description, '2 ready', 'the counts as they are now');
+    const [live2] = await m.children(q2);
+    assert.equal((await m.children(live2)).length, 2, 'the folder is peeked again');
+    assert.equal(peeks(), before + 1);
+  });
+
   it('merge: root wins; a namespace refresh covers its queues', () => {
     const m = new TreeModel();
     const ns = m.namespaceNode('a');

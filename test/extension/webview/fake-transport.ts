@@ -126,6 +126,11 @@ export class FakeTransport implements Transport {
     }
   }
 
+  /** Change events to every subscription were dropped (the connection fell behind), as the emulator then tells them. */
+  emitGap() {
+    for (const subscription of this.subs.keys()) for (const l of this.listeners) l({ event: 'gap', subscription });
+  }
+
   /** A virtual clock's advance, as the emulator tells subscribers. */
   advanceClock(ms: number) {
     this.now += ms;

@@ -619,6 +619,17 @@ describe('queue panel webview (Chromium)', function () {
     await waitFor(async () => (await inits()) === before + 1, 'the queue read again');
   });
 
+  it('reads the queue again after a gap in its events (changes dropped while the connection fell behind)', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    await waitFor(() => t.subscriptionCount === 1, 'subscribed');
+    const inits = async () => (await p.sentOps()).filter((op) => op === 'init').length;
+    const before = await inits();
+    t.emitGap();
+    await waitFor(async () => (await inits()) === before + 1, 'the queue read again');
+  });
+
   it('clears the "deleted" banner when the queue is created again', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
