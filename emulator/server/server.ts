@@ -285,10 +285,15 @@ export class QuaysideServer {
    */
   private send(ws: WebSocket, frame: ResponseFrame | ServerEvent, essential: boolean): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (!essential && ws.bufferedAmount > HIGH_WATER && (frame as ServerEvent).event === 'change') {
+    if (!essential && (frame as ServerEvent).event === 'change') {
       const flow = this.flows.get(ws);
-      if (flow) this.noteGap(ws, flow, (frame as ChangeEvent).subscription);
-      return;
+      const subscription = (frame as ChangeEvent).subscription;
+      if (ws.bufferedAmount > HIGH_WATER) {
+        if (flow) this.noteGap(ws, flow, subscription);
+        return;
+      }
+      // A change after a gap not yet told: the gap goes first, so it is never read after later news.
+      if (flow?.gaps.delete(subscription)) this.send(ws, { event: 'gap', subscription }, true);
     }
     ws.send(JSON.stringify(frame));
     const flow = this.flows.get(ws);
@@ -305,7 +310,9 @@ export class QuaysideServer {
       if (ws.bufferedAmount > HIGH_WATER) return void (flow.gapTimer = setTimeout(look, GAP_LOOK_MS).unref());
       const gaps = [...flow.gaps];
       flow.gaps.clear();
-      for (const subscription of gaps) this.send(ws, { event: 'gap', subscription }, true);
+      // Only subscriptions still there (one may have been unsubscribed meanwhile).
+      const live = this.sessions.get(ws)?.subscriptions;
+      for (const subscription of gaps) if (live?.has(subscription)) this.send(ws, { event: 'gap', subscription }, true);
     };
     flow.gapTimer = setTimeout(look, GAP_LOOK_MS).unref();
   }

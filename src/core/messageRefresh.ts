@@ -6,8 +6,12 @@ import { batchDebounce, type Timers } from './debounce';
 
 export type MessageAddress = QueueRef & { id: string };
 
-/** Does this change event concern the message shown at `r`? (Events without ids, e.g. a purge, may.) */
+/**
+ * Does this event concern the message shown at `r`? (Events without ids, e.g. a purge, may; so
+ * does a `gap`: changes dropped on the way may have named it.)
+ */
 export function eventTouches(ev: ServerEvent, r: MessageAddress): boolean {
+  if (ev.event === 'gap') return true;
   if (ev.event !== 'change' || ev.namespace !== r.namespace || ev.queue !== r.queue) return false;
   return ev.kind === 'queue_deleted' || !ev.ids || ev.ids.length === 0 || ev.ids.includes(r.id);
 }
@@ -39,7 +43,7 @@ export function refreshOnChanges<U>(o: RefreshOptions<U>): { dispose(): void } {
     o.timers,
   );
   const off = o.transport.onEvent((ev) => {
-    if (ev.event !== 'change') return;
+    if (ev.event !== 'change' && ev.event !== 'gap') return;
     for (const d of o.openDocuments()) if (eventTouches(ev, d.message)) due.add(d.uri);
   });
   return {

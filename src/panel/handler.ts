@@ -469,8 +469,9 @@ export class PanelHandler {
 
   private onServerEvent(ev: ServerEvent) {
     if (ev.event === 'clock' && !this.disposed) this.post({ type: 'event', event: 'clock', now: ev.now });
-    // Changes of this panel's subscription were dropped (the connection fell behind): read it all again.
-    if (ev.event === 'gap' && !this.disposed && this.live?.subscription === ev.subscription) {
+    // Changes of this panel's subscription were dropped (the connection fell behind): read it all
+    // again. Before its subscription's id is known any gap may be its own.
+    if (ev.event === 'gap' && !this.disposed && this.live && (this.live.subscription === null || this.live.subscription === ev.subscription)) {
       this.changes.add({ kinds: ['gap'], ids: [], counts: null, at: Date.now() });
     }
     if (ev.event !== 'change' || this.disposed) return;

@@ -155,6 +155,12 @@ export class TreeModel {
   /** When each queue's counts were taken (the emulator's time), so the oldest wait can grow from there. */
   private countsAt = new Map<string, number>();
   private pages = new Map<string, Page>();
+  /**
+   * How often each folder's contents were reported changed, and how often everything was forgotten:
+   * a peek answered across either may predate the change, so its page is kept as stale.
+   */
+  private folderEdits = new Map<string, number>();
+  private generation = 0;
   private nodes = new Map<string, TreeNode>();
   private loadedRoot = false;
   private rootError: string | undefined;
@@ -177,6 +183,8 @@ export class TreeModel {
     this.queues.clear();
     this.countsAt.clear();
     this.pages.clear();
+    this.folderEdits.clear();
+    this.generation++;
     this.loadedRoot = false;
     this.rootError = undefined;
   }
@@ -278,6 +286,7 @@ export class TreeModel {
         const id = n.id;
         let page = this.pages.get(id);
         if (!page || page.stale) {
+          const before = this.editsOf(id);
           try {
             // As many as were shown (in one peek, so at most the protocol's largest page): a change
             // must not take back the pages "Load more" added.
@@ -285,6 +294,9 @@ export class TreeModel {
           } catch (e) {
             return [this.node({ kind: 'error' as const, id: `error:${id}`, message: `Cannot peek: ${(e as Error).message}` })];
           }
+          // A change event (or a gap) that came while the peek was on its way: shown now, read
+          // again at the next render, which that change asks for.
+          if (this.editsOf(id) !== before) page.stale = true;
           this.pages.set(id, page);
           this.forgetMessagesNotIn(n, page);
         }
@@ -295,6 +307,10 @@ export class TreeModel {
       default:
         return [];
     }
+  }
+
+  private editsOf(folderId: string): string {
+    return `${this.generation}:${this.folderEdits.get(folderId) ?? 0}`;
   }
 
   private async loadQueues(): Promise<void> {
@@ -479,7 +495,9 @@ export class TreeModel {
     }
     const nodes: TreeNode[] = [];
     for (const f of foldersFor(e.kind)) {
-      const page = this.pages.get(this.folderId(e.namespace, e.queue, f));
+      const id = this.folderId(e.namespace, e.queue, f);
+      this.folderEdits.set(id, (this.folderEdits.get(id) ?? 0) + 1);
+      const page = this.pages.get(id);
       if (page) page.stale = true;
     }
     // The namespace's description (its dead total) changes only when dead does; refreshing it

@@ -56,6 +56,15 @@ describe('extension: message documents follow change events (coalesced)', () => 
     watch.dispose();
   });
 
+  it('a gap (changes dropped on the way) reads every open document again, once', () => {
+    const { t, timers, refreshed, watch } = setup();
+    t.emit({ event: 'gap', subscription: 'sub1' });
+    t.emit({ event: 'gap', subscription: 'sub2' });
+    timers.fireAll();
+    assert.deepEqual(refreshed, ['doc:a', 'doc:b']);
+    watch.dispose();
+  });
+
   it('dispose stops listening and drops a pending re-read', () => {
     const { t, timers, refreshed, watch } = setup();
     t.emit(named('acked', ['a']));

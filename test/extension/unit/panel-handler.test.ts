@@ -396,6 +396,18 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
+  it('a gap before its subscription\'s id is known may be its own: the webview reads the queue again', async () => {
+    const { handler, t, events } = setup({ debounceMs: 10 });
+    t.latencyMs = 40; // the subscribe is on its way: no id yet
+    const init = handler.dispatch('init', {});
+    await tick(5);
+    t.emitGap('s_unknown');
+    await init;
+    await tick(60);
+    assert.deepEqual(events().filter((e) => e.event === 'changed').map((e: any) => e.kinds), [['gap']]);
+    handler.dispose();
+  });
+
   it('resubscribes after a reconnect and tells the webview; unsubscribes on dispose', async () => {
     const { handler, t, events } = setup({ debounceMs: 10 });
     await handler.dispatch('init', {});

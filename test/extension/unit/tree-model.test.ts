@@ -204,6 +204,40 @@ describe('extension: tree model', () => {
     assert.equal(peeks(), before + 1);
   });
 
+  it('a peek answered after a change (or a gap) that came while it was on its way is shown, and read again next time', async () => {
+    // Found in review: the answer, computed before the change, was kept as fresh, so the folder
+    // showed what the emulator no longer had until some later change.
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 1 })];
+    t.messages.set('ns/q', [message('m1', 'ready')]);
+    const m = await tree(t, { pageSize: 50 });
+    const [ns] = await m.children();
+    const [q] = await m.children(ns);
+    const [live] = await m.children(q);
+    await m.children(live);
+    for (const event of ['change', 'gap'] as const) {
+      const real = t.request.bind(t);
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      t.request = (async (op: string, args: unknown) => {
+        const answer = await real(op as never, args as never);
+        if (op === 'peek') await held; // the answer is made now, and arrives later
+        return answer;
+      }) as typeof t.request;
+      const shown = t.messages.get('ns/q')!;
+      shown.push(message(`m${shown.length + 1}`, 'ready'));
+      m.apply(change('ns', 'q', 'pushed', { ready: shown.length }));
+      const loading = m.children(live);
+      await new Promise((r) => setImmediate(r)); // the peek is on its way
+      shown.push(message(`m${shown.length + 1}`, 'ready'));
+      m.apply(event === 'gap' ? { event: 'gap', subscription: 's1' } : change('ns', 'q', 'pushed', { ready: shown.length }));
+      release();
+      assert.equal((await loading).length, shown.length - 1, `${event}: the answer as it was made`);
+      t.request = real;
+      assert.equal((await m.children(event === 'gap' ? m.folderNode('ns', 'q', 'messages') : live)).length, shown.length, `${event}: read again`);
+    }
+  });
+
   it('merge: root wins; a namespace refresh covers its queues', () => {
     const m = new TreeModel();
     const ns = m.namespaceNode('a');

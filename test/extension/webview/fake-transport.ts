@@ -127,8 +127,8 @@ export class FakeTransport implements Transport {
   }
 
   /** Change events to every subscription were dropped (the connection fell behind), as the emulator then tells them. */
-  emitGap() {
-    for (const subscription of this.subs.keys()) for (const l of this.listeners) l({ event: 'gap', subscription });
+  emitGap(only?: string) {
+    for (const subscription of only ? [only] : [...this.subs.keys()]) for (const l of this.listeners) l({ event: 'gap', subscription });
   }
 
   /** A virtual clock's advance, as the emulator tells subscribers. */
