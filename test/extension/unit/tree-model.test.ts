@@ -9,6 +9,19 @@ async function tree(t: ScriptedTransport, opts: { pageSize?: number } = {}) {
   return m;
 }
 
+/** One queue ns/q holding m1, its tree loaded down to the open messages folder. */
+async function openFolder(opts: { pageSize?: number } = {}) {
+  const t = new ScriptedTransport();
+  t.queues = [queue('ns', 'q', { ready: 1 })];
+  t.messages.set('ns/q', [message('m1', 'ready')]);
+  const m = await tree(t, opts);
+  const [ns] = await m.children();
+  const [q] = await m.children(ns);
+  const [live] = await m.children(q);
+  await m.children(live);
+  return { t, m, ns, q, live };
+}
+
 describe('extension: tree model', () => {
   it('is empty without an emulator, and empty-but-loaded with no queues', async () => {
     const m = new TreeModel();
@@ -112,14 +125,7 @@ describe('extension: tree model', () => {
   });
 
   it('a change event updates the counts from the event and marks the folder stale (no queue.list)', async () => {
-    const t = new ScriptedTransport();
-    t.queues = [queue('ns', 'q', { ready: 1 })];
-    t.messages.set('ns/q', [message('m1', 'ready')]);
-    const m = await tree(t);
-    const [ns] = await m.children();
-    const [q] = await m.children(ns);
-    const [live] = await m.children(q);
-    await m.children(live);
+    const { t, m, q, live } = await openFolder();
     const before = t.calls.length;
     t.messages.get('ns/q')!.push(message('m2', 'ready'));
     const eff = m.apply(change('ns', 'q', 'pushed', { ready: 2 }));
@@ -180,14 +186,7 @@ describe('extension: tree model', () => {
   });
 
   it('a gap in the events (changes dropped while the connection fell behind) reloads the root and reads every queue again', async () => {
-    const t = new ScriptedTransport();
-    t.queues = [queue('ns', 'q', { ready: 1 })];
-    t.messages.set('ns/q', [message('m1', 'ready')]);
-    const m = await tree(t);
-    const [ns] = await m.children();
-    const [q] = await m.children(ns);
-    const [live] = await m.children(q);
-    await m.children(live);
+    const { t, m, q, live } = await openFolder();
     const peeks = () => t.calls.filter((c) => c.op === 'peek').length;
     const before = peeks();
     assert.equal((await m.children(live)).length, 1);
@@ -207,14 +206,7 @@ describe('extension: tree model', () => {
   it('a peek answered after a change (or a gap) that came while it was on its way is shown, and read again next time', async () => {
     // Found in review: the answer, computed before the change, was kept as fresh, so the folder
     // showed what the emulator no longer had until some later change.
-    const t = new ScriptedTransport();
-    t.queues = [queue('ns', 'q', { ready: 1 })];
-    t.messages.set('ns/q', [message('m1', 'ready')]);
-    const m = await tree(t, { pageSize: 50 });
-    const [ns] = await m.children();
-    const [q] = await m.children(ns);
-    const [live] = await m.children(q);
-    await m.children(live);
+    const { t, m, live } = await openFolder({ pageSize: 50 });
     for (const event of ['change', 'gap'] as const) {
       const real = t.request.bind(t);
       let release!: () => void;
