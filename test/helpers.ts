@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { Engine, type ChangeBody } from '../emulator/engine/engine';
 import { VirtualClock } from '../emulator/engine/clock';
 import { Store } from '../emulator/store/store';
@@ -42,3 +44,9 @@ export const SECOND = 1000;
 export const MINUTE = 60 * SECOND;
 export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
+
+/** Forces a full garbage collection (mocha runs without --expose-gc). */
+export function gc(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (vm.runInNewContext('gc') as () => void)();
+}

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { startEmulator, type Emulator } from '../../emulator/emulator';
 import { HTTP_STATUS, LIMITS, OP_NAMES } from '../../emulator/protocol';
-import { RawClient, gc, sqliteOf, storeDigest, type Frame } from './support';
+import { gc } from '../helpers';
+import { RawClient, sqliteOf, storeDigest, type Frame } from './support';
 
 // Hostile and broken input: random and malformed frames at the WebSocket protocol and requests at
 // the HTTP API. Each must get an error with a stable code (never `internal`), change nothing in the

@@ -258,16 +258,6 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Forces a garbage collection (mocha runs without --expose-gc). */
-export function gc(): void {
-  // eslint-disable-next-line @typescript-eslint/no-var-requires
-  const v8 = require('node:v8') as typeof import('node:v8');
-  // eslint-disable-next-line @typescript-eslint/no-var-requires
-  const vm = require('node:vm') as typeof import('node:vm');
-  v8.setFlagsFromString('--expose-gc');
-  (vm.runInNewContext('gc') as () => void)();
-}
-
 /** The SQLite database under an in-process emulator (these tests check the SQLite store itself). */
 export function sqliteOf(emu: { engine: { store: unknown } }): Database.Database {
   return (emu.engine.store as Store).db;

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { promisify } from 'node:util';
 import { createCache, type Cache, type CacheMessage, type CacheQueue } from '../../../emulator/clients/cache';
 import { createEnv } from '../../../emulator/clients/env';
@@ -10,18 +8,13 @@ import { queue as syncQueue } from '../../../emulator/clients/sync';
 import { QuaysideError } from '../../../emulator/errors';
 import { startEmulator } from '../../../emulator/emulator';
 import { Connection } from '../../../emulator/clients/connection';
+import { gc } from '../../helpers';
 import { DAY, HOUR, SECOND, START, admin, bodyOfBytes, fresh, readOnlyToken, rejects, startTestEmulator, through, until, watchingFailures } from '../support';
 
 // One test per statement of seeds/000 (the cache product), named after it. Time moves only by the
 // emulator's virtual clock.
 
 type Emu = Awaited<ReturnType<typeof startTestEmulator>>;
-
-/** A full garbage collection, without starting node with --expose-gc. */
-function collectGarbage(): void {
-  v8.setFlagsFromString('--expose-gc');
-  (vm.runInNewContext('gc') as () => void)();
-}
 
 describe('conformance: cache (seeds/000)', function () {
   let emu: Emu;
@@ -73,7 +66,7 @@ describe('conformance: cache (seeds/000)', function () {
       assert.equal(cache.queue('held'), held, 'asked again, the same handle');
       const dropped = (() => new WeakRef(cache.queue('dropped')))();
       await new Promise((r) => setImmediate(r)); // a WeakRef holds its target until the current job ends
-      collectGarbage();
+      gc();
       assert.equal(dropped.deref(), undefined, 'nothing in the cache holds a handle the app let go');
       assert.equal(cache.queue('held'), held);
     });
