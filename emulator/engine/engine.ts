@@ -101,11 +101,11 @@ export class Engine {
   private readonly policies = new Map<number, { policy: QueuePolicy; consumer: ConsumerSettings | null }>();
   /** Earliest future visible_at per queue (delayed → ready is an event, not a write). */
   private readonly delayedAt = new Map<number, number>();
-  /** Queues touched in the open transaction, with the kinds of change and ids, for events. */
   /** The last dedupe sweep stopped at its bound with expired keys left (see sweepDedupe). */
   private dedupeBacklog = false;
   /** The latest date given to a death in this process (see deathDate). */
   private lastDeathAt = -Infinity;
+  /** The changes of the open transaction (queue, kind, ids), for events once it commits. */
   private jobEvents: PendingEvent[] = [];
   private touched = new Set<number>();
   private readonly lag: LagHistory;
@@ -1106,8 +1106,8 @@ export class Engine {
 
   // ------------------------------------------------------------------ due work and the clock
 
-  /** Applies every piece of work due now: lease expiries, age limits, dead retention, delayed → ready. */
   /**
+   * Applies every piece of work due now: lease expiries, age limits, dead retention, delayed → ready.
    * `diesFrom`: deaths are dated when they fell due (a start after a stop catches up on them), but
    * not before this. A configure that shortens the age limit passes now: a message past a limit it
    * never had before dies now, and is kept its dead retention from now.

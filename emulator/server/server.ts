@@ -285,8 +285,8 @@ export class QuaysideServer {
    */
   private send(ws: WebSocket, frame: ResponseFrame | ServerEvent, essential: boolean): void {
     if (ws.readyState !== WebSocket.OPEN) return;
+    const flow = this.flows.get(ws);
     if (!essential && (frame as ServerEvent).event === 'change') {
-      const flow = this.flows.get(ws);
       const subscription = (frame as ChangeEvent).subscription;
       if (ws.bufferedAmount > HIGH_WATER) {
         if (flow) this.noteGap(ws, flow, subscription);
@@ -296,7 +296,6 @@ export class QuaysideServer {
       if (flow?.gaps.delete(subscription)) this.send(ws, { event: 'gap', subscription }, true);
     }
     ws.send(JSON.stringify(frame));
-    const flow = this.flows.get(ws);
     if (flow && ws.bufferedAmount > HIGH_WATER) this.hold(ws, flow);
   }
 
