@@ -48,11 +48,10 @@ export function optMs(v: unknown, name: string, opts: { min?: number; max?: numb
   return duration(v, name, opts, 'ms', 1);
 }
 
-/** A whole count within [min, max]. */
+/** A whole number within [min, max], refused in the words the env HTTP API uses for the same check. */
 export function optCount(v: unknown, name: string, min: number, max: number): number | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw invalidArg(`${name} must be a whole number, got ${show(v)}`, { field: name });
-  if (v < min || v > max) throw invalidArg(`${name} must be from ${min} to ${max}, got ${v}`, { field: name });
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw invalidArg(`${name} must be a whole number from ${min} to ${max}, got ${show(v)}`, { field: name });
   return v;
 }
 

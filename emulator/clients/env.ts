@@ -1,10 +1,10 @@
 import v8 from 'node:v8';
 import { QuaysideError } from '../errors';
-import { contentTypeProblem, type ConsumerDroppedEvent, type Delivery, type DeliverEvent, type PushInput, type ServerEvent } from '../protocol';
+import { contentTypeProblem, nameProblem, type ConsumerDroppedEvent, type Delivery, type DeliverEvent, type PushInput, type ServerEvent } from '../protocol';
 import { envNamespace } from '../http/env-naming';
 import { Connection } from './connection';
 import type { Transport } from './transport';
-import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, options, optFunction, optKey, optMs, optObject, optSeconds, optSignal, optString, optTransport, pause, thrownText } from './common';
+import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, options, optFunction, optKey, optObject, optSignal, optString, optTransport, pause, thrownText } from './common';
 
 /** How long stop() waits for the emulator to take a detach (a call's wait for a connection). */
 const DETACH_WAIT_MS = 5000;
@@ -67,6 +67,15 @@ export interface Env {
 
 const MAX_DELAY_S = 12 * 3600;
 
+/**
+ * A delay in whole seconds, as ms. The product's delays are whole seconds, and its HTTP API
+ * refuses a fraction: rounding one here would let 0.0004 through as no delay at all.
+ */
+function delaySeconds(v: unknown, name: string): number | undefined {
+  const s = optCount(v, name, 0, MAX_DELAY_S);
+  return s === undefined ? undefined : s * 1000;
+}
+
 function encode(body: unknown, contentType: unknown, at: string): { body: unknown; contentType?: string } {
   if (contentType === 'text') {
     if (typeof body !== 'string') throw invalidArg(`${at}body must be a string with contentType "text"`);
@@ -117,7 +126,7 @@ function pushInput(body: unknown, o: SendOptions | undefined, at = ''): PushInpu
   // A batch item's unknown key names the item: "unknown sendBatch messages[1] option …".
   onlyKeys(opts, ['contentType', 'delaySeconds', 'attributes', 'dedupId', ...(at ? ['body'] : [])], at ? `sendBatch ${at.slice(0, -1)}` : 'send');
   const enc = encode(body, opts.contentType, at);
-  const delayMs = optSeconds(opts.delaySeconds, `${at}delaySeconds`, { max: MAX_DELAY_S });
+  const delayMs = delaySeconds(opts.delaySeconds, `${at}delaySeconds`);
   const attributes = optObject(opts.attributes, `${at}attributes`);
   const dedupeKey = optKey(opts.dedupId, `${at}dedupId`);
   const input: PushInput = { body: enc.body };
@@ -131,6 +140,9 @@ function pushInput(body: unknown, o: SendOptions | undefined, at = ''): PushInpu
 function slugArg(slug: unknown): string {
   const s = optString(slug, 'slug');
   if (s === undefined) throw invalidArg('a queue slug is required');
+  // Checked here so that the error says slug, as the HTTP API does; the engine would say queue.
+  const problem = nameProblem(s);
+  if (problem) throw invalidArg(`slug ${problem}`, { field: 'slug' });
   return s;
 }
 
@@ -148,7 +160,7 @@ export function envQueueOver(transport: () => Transport, namespace: string): Env
       // A batch-wide delay (beyond the seed, which shows per-message ones); refused when misspelt,
       // since a misspelt one would otherwise send every message at once.
       const o = options(given, 'sendBatch', ['delaySeconds']);
-      const batchDelayMs = optSeconds(o.delaySeconds, 'sendBatch delaySeconds', { max: MAX_DELAY_S });
+      const batchDelayMs = delaySeconds(o.delaySeconds, 'sendBatch delaySeconds');
       const inputs = messages.map((m, i) => {
         if (!m || typeof m !== 'object') throw invalidArg(`messages[${i}] must be an object { body, … }`);
         const input = pushInput(m.body, m, `messages[${i}].`);
@@ -285,11 +297,12 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
   const settings: Record<string, unknown> = { appId };
   const maxBatchSize = optCount(opts.maxBatchSize, 'maxBatchSize', 1, 100);
   if (maxBatchSize !== undefined) settings.maxBatchSize = maxBatchSize;
-  const maxBatchTimeoutMs = optMs(opts.maxBatchTimeoutMs, 'maxBatchTimeoutMs', { max: 60_000 });
+  // Whole milliseconds, as PUT …/consumer takes them.
+  const maxBatchTimeoutMs = optCount(opts.maxBatchTimeoutMs, 'maxBatchTimeoutMs', 0, 60_000);
   if (maxBatchTimeoutMs !== undefined) settings.maxBatchTimeoutMs = maxBatchTimeoutMs;
   const maxConcurrency = optCount(opts.maxConcurrency, 'maxConcurrency', 1, 250);
   if (maxConcurrency !== undefined) settings.maxConcurrency = maxConcurrency;
-  const visibilityMs = optMs(opts.visibilityMs, 'visibilityMs', { min: 1, max: 12 * 3600 * 1000 });
+  const visibilityMs = optCount(opts.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
   if (visibilityMs !== undefined) settings.visibilityMs = visibilityMs;
   const signal = optSignal(opts.signal);
   const givenOnError = optFunction<NonNullable<RunConsumerOptions['onError']>>(opts.onError, 'onError');
@@ -357,7 +370,7 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     const retryDelay = (o: unknown, call: string) => {
       const oo = optObject(o, `${call} options`);
       onlyKeys(oo, ['delaySeconds'], call);
-      return optSeconds(oo?.delaySeconds, 'delaySeconds', { max: MAX_DELAY_S });
+      return delaySeconds(oo?.delaySeconds, 'delaySeconds');
     };
     const messages: Message<Body>[] = ev.messages.map((d) => ({
       id: d.id,

@@ -1,5 +1,5 @@
 import { invalid } from '../errors';
-import { LIMITS, type QueueInfo, type QueuePolicy } from '../protocol';
+import { LIMITS, nameProblem, type QueueInfo, type QueuePolicy } from '../protocol';
 
 // How the env product's names map onto the engine: a (project, environment) pair is one namespace.
 
@@ -47,14 +47,21 @@ export function checkProject(project: unknown): string {
   if (typeof project !== 'string' || project.length === 0 || project.length > ENV_MAX_SCOPE_CHARS || project.includes('/')) {
     throw invalid(`project must be a non-empty string of at most ${ENV_MAX_SCOPE_CHARS} characters, without "/"${got(project)}`);
   }
-  return project;
+  return scopePart(project, 'project');
 }
 
 export function checkEnvironment(environment: unknown): string {
   if (typeof environment !== 'string' || environment.length === 0 || environment.length > ENV_MAX_SCOPE_CHARS) {
     throw invalid(`environment must be a non-empty string of at most ${ENV_MAX_SCOPE_CHARS} characters${got(environment)}`);
   }
-  return environment;
+  return scopePart(environment, 'environment');
+}
+
+/** The namespace's rules (control characters, lone surrogates) said in the field's own name. */
+function scopePart(s: string, field: 'project' | 'environment'): string {
+  const problem = nameProblem(s);
+  if (problem) throw invalid(`${field} ${problem}`);
+  return s;
 }
 
 /** What was wrong, briefly: a long name by its length (it may be long indeed), else its type. */

@@ -140,7 +140,7 @@ describe('workspace config (quayside.json)', () => {
       [{ env: [one, { project: 'p', environment: 'e', slug: 'two', retentionSeconds: 60.5 }] }, /^bad\.json: env\[1\]: retentionSeconds must be a whole number/],
       [{ cache: [{ namespace: 'app', name: 'ok' }, { namespace: 'app', name: 'tab\there' }] }, /^bad\.json: cache\[1\]: name must not contain control characters/],
       [{ cache: [{ namespace: 'a'.repeat(201), name: 'q' }] }, /^bad\.json: cache\[0\]: namespace /],
-      [{ env: [{ project: 'p\u0001', environment: 'e', slug: 's' }] }, /^bad\.json: env\[0\]: project\/environment must not contain control characters/],
+      [{ env: [{ project: 'p\u0001', environment: 'e', slug: 's' }] }, /^bad\.json: env\[0\]: project must not contain control characters/],
       [{ cache: [{ namespace: 'app', name: 'ok' }, { namespace: 'app', name: 'ok' }] }, /^bad\.json: cache\[1\]: queue "ok" in namespace "app" is declared twice$/],
       ['{ nope', /^bad\.json: not JSON: /],
       [{ queues: [] }, /^bad\.json: unknown top-level option "queues"/],

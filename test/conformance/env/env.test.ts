@@ -1099,6 +1099,73 @@ describe('conformance: env (seeds/001)', function () {
       }
     });
 
+    it('delays are whole seconds and consumer timings whole ms, as over HTTP: a fraction is refused by both doors alike, and nothing is sent or set', async () => {
+      const q = await createQueue('fractions');
+      const httpSend = await api('POST', `/v1/queues/${q.id}/messages`, { body: 1, delaySeconds: 0.0004 });
+      assert.equal(httpSend.status, 400);
+      const said = httpSend.body.error.message as string;
+      assert.equal(said, 'delaySeconds must be a whole number from 0 to 43200, got 0.0004');
+      // 0.0004 would have rounded to no delay at all; 43200.0004 to the limit.
+      for (const delaySeconds of [0.0004, 1.5, 43200.0004]) {
+        const e = await rejects(env.queue.send('fractions', 1, { delaySeconds }));
+        assert.equal(e.code, 'invalid_argument');
+        assert.equal(e.message, `delaySeconds must be a whole number from 0 to 43200, got ${delaySeconds}`);
+        assert.equal((await rejects(env.queue.sendBatch('fractions', [{ body: 1, delaySeconds }]))).code, 'invalid_argument');
+        assert.equal((await rejects(env.queue.sendBatch('fractions', [{ body: 1 }], { delaySeconds }))).code, 'invalid_argument');
+      }
+      assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.counts.depth, 0);
+      // Whole values still go, up to the limit.
+      await env.queue.send('fractions', 1, { delaySeconds: 43200 });
+      assert.equal((await rejects(env.queue.send('fractions', 1, { delaySeconds: 43201 }))).code, 'invalid_argument');
+
+      for (const bad of [{ maxBatchTimeoutMs: 0.4 }, { visibilityMs: 1.4 }]) {
+        const put = await api('PUT', `/v1/queues/${q.id}/consumer`, { appId: 'w', ...bad });
+        assert.equal(put.status, 400, JSON.stringify(bad));
+        const e = await rejects(runConsumer({ async queue() {} }, { url: emu.url, token: emu.token, project, environment, queue: 'fractions', ...bad }));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, new RegExp(`^${Object.keys(bad)[0]} must be a whole number from`));
+        assert.equal((await api('GET', `/v1/queues/${q.id}`)).body.consumer, null);
+      }
+    });
+
+    it('a retry delay is whole seconds too: retry({ delaySeconds: 0.5 }) throws and settles nothing', async () => {
+      await createQueue('retry-fraction');
+      await env.queue.send('retry-fraction', 'x');
+      const errors: unknown[] = [];
+      const attempts: number[] = [];
+      await consume({
+        async queue(b: MessageBatch) {
+          attempts.push(b.messages[0].attempts);
+          if (b.messages[0].attempts > 1) return;
+          try {
+            b.messages[0].retry({ delaySeconds: 0.5 });
+          } catch (e) {
+            errors.push(e);
+          }
+          b.messages[0].retry({ delaySeconds: 30 });
+        },
+      }, 'retry-fraction', { maxBatchSize: 1 });
+      await until(() => attempts.length >= 1, 'the first delivery');
+      assert.equal((errors[0] as QuaysideError).message, 'delaySeconds must be a whole number from 0 to 43200, got 0.5');
+      // Had the refused call settled the message (after half a second), the 30 s retry would be ignored.
+      await emu.clock.advance(29 * SECOND);
+      assert.deepEqual(attempts, [1]);
+    });
+
+    it('a project, environment or slug the namespace rules refuse is named as the caller named it, by the library as over HTTP', async () => {
+      for (const [o, field] of [[{ project: 'sh\top', environment }, 'project'], [{ project, environment: 'dev\n' }, 'environment'], [{ project, environment: 'd\ud800' }, 'environment']] as const) {
+        assert.throws(() => createEnv({ url: emu.url, token: emu.token, ...o }), (e: QuaysideError) => e.code === 'invalid_argument' && e.message.startsWith(`${field} must`), JSON.stringify(o));
+        const h = await api('POST', '/v1/queues', { ...o, slug: 'q' });
+        assert.equal(h.status, 400);
+        assert.ok((h.body.error.message as string).startsWith(`${field} must`), h.body.error.message);
+      }
+      const long = 's'.repeat(201);
+      const e = await rejects(env.queue.send(long, 1));
+      assert.equal(e.message, 'slug must be at most 200 characters');
+      assert.equal((await api('POST', '/v1/queues', { project, environment, slug: long })).body.error.message, 'slug must be at most 200 characters');
+      assert.equal((await rejects(env.queue.send('a\u0007b', 1))).message, 'slug must not contain control characters');
+    });
+
     it('attributes do not count toward the 128 KB body limit or maxBytes', async () => {
       const q = await createQueue('attrs', { maxBytes: 10 });
       const attributes = { note: 'a'.repeat(200 * 1024) };
