@@ -234,12 +234,13 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         const title = 'Create Queue (1/3): namespace';
         const pick: NamespaceItem | undefined = namespaces.length ? await pickNamespace(namespaces, title) : { label: NEW_NAMESPACE_LABEL, ask: true };
         if (!pick) return;
+        // Typed names lose the spaces at their ends (a slip of the keyboard); a picked one is used as it is.
         namespace = pick.ask
-          ? await vscode.window.showInputBox({ title, prompt: 'The namespace (a cache namespace, an env project/environment such as shop/dev, a sync tenant)', value: 'default', validateInput: (s) => validateName(s, 'namespace') })
+          ? (await vscode.window.showInputBox({ title, prompt: 'The namespace (a cache namespace, an env project/environment such as shop/dev, a sync tenant)', value: 'default', validateInput: (s) => validateName(s, 'namespace') }))?.trim()
           : (pick.create ?? pick.namespace);
         if (!namespace) return;
       }
-      const name = a.queue ?? a.name ?? (await vscode.window.showInputBox({ title: 'Create Queue (2/3): name', prompt: `A queue in ${namespace}`, validateInput: (s) => validateName(s, 'queue') }));
+      const name = a.queue ?? a.name ?? (await vscode.window.showInputBox({ title: 'Create Queue (2/3): name', prompt: `A queue in ${namespace}`, validateInput: (s) => validateName(s, 'queue') }))?.trim();
       if (!name) return;
       let dialect = a.dialect;
       if (!dialect) {
@@ -260,7 +261,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
         void vscode.window.showErrorMessage(`Quayside: ${envProblem}.`);
         return;
       }
-      const q = await t.request('queue.create', { namespace: namespace.trim(), queue: name.trim(), dialect, ...(a.policy ? { policy: a.policy } : {}) });
+      const q = await t.request('queue.create', { namespace, queue: name, dialect, ...(a.policy ? { policy: a.policy } : {}) });
       if (!isProgrammatic(arg)) void vscode.window.showInformationMessage(`Quayside: created ${dialect} queue ${q.namespace}/${q.name}.`);
       return q;
     },
@@ -645,7 +646,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       validateInput: (s) => typedDelayProblem(s, maxDelayMs),
     });
     if (delay === undefined) return undefined;
-    const key = await vscode.window.showInputBox({ title: `${title}: dedupe key`, prompt: 'A dedupe key; empty for none', validateInput: (s) => checkDedupeKey(s.trim()) });
+    const key = await vscode.window.showInputBox({ title: `${title}: dedupe key`, prompt: 'A dedupe key; empty for none', validateInput: (s) => (s === '' ? undefined : checkDedupeKey(s)) });
     if (key === undefined) return undefined;
     const attrs = await vscode.window.showInputBox({
       title: `${title}: attributes`,
@@ -659,7 +660,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
     const options: Partial<PushInput> = {};
     const delayMs = delay.trim() ? parseDuration(delay) : undefined;
     if (delayMs) options.delayMs = delayMs;
-    if (key.trim()) options.dedupeKey = key.trim();
+    // As typed, spaces and all: the emulator matches keys exactly, as the app's own pushes do.
+    if (key !== '') options.dedupeKey = key;
     const a = checkAttributes(attrs);
     if (a.ok && a.value) options.attributes = a.value;
     return options;

@@ -1,6 +1,6 @@
 // What a command was called with: a tree node, the nodes selected with it, or a plain object
 // (from tests, other extensions, keybindings). No VS Code here.
-import type { Dialect, QueueRef } from '../../emulator/protocol';
+import { nameProblem, type Dialect, type QueueRef } from '../../emulator/protocol';
 
 interface Refish {
   kind?: string;
@@ -74,15 +74,15 @@ export function messageIdsFromArgs(arg: unknown, selected: unknown): string[] | 
 
 export const DIALECTS: readonly Dialect[] = ['cache', 'env', 'sync'];
 
-/** Namespace and queue names the emulator accepts (kept permissive; the emulator has the last word). */
+/**
+ * Why a typed namespace or queue name cannot be made, or undefined: the emulator's own rule
+ * (protocol.ts nameProblem), so that every name an app can use can be made and addressed here too
+ * (a sync tenant "Acme Corp", a cache queue "a/b"). A name that is only spaces is taken as none typed.
+ */
 export function validateName(s: string, what: 'namespace' | 'queue'): string | undefined {
-  const t = s.trim();
-  if (!t) return `A ${what} name is needed`;
-  if (t.length > 200) return `That ${what} name is too long`;
-  if (what === 'queue' && /[\s/\\]/.test(t)) return 'A queue name has no spaces or slashes';
-  // A namespace may hold slashes: an env queue's is its project/environment (shop/dev).
-  if (/[\s\\]/.test(t)) return 'A namespace name has no spaces or backslashes';
-  return undefined;
+  if (!s.trim()) return `A ${what} name is needed`;
+  const problem = nameProblem(s);
+  return problem ? `A ${what} name ${problem}` : undefined;
 }
 
 /** The env product's bounds on a project and an environment (emulator/http/env-naming.ts). */
@@ -92,8 +92,7 @@ const ENV_SCOPE_CHARS = 100;
  * Why `namespace` cannot hold an env queue, or undefined: env clients reach `<project>/<environment>`
  * only, the project without a slash and each part 1 to 100 characters, as env.queue checks them.
  */
-export function envNamespaceProblem(namespace: string): string | undefined {
-  const ns = namespace.trim();
+export function envNamespaceProblem(ns: string): string | undefined {
   const slash = ns.indexOf('/');
   const project = slash < 0 ? '' : ns.slice(0, slash);
   const environment = slash < 0 ? '' : ns.slice(slash + 1);

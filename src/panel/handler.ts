@@ -233,10 +233,9 @@ export class PanelHandler {
     return s.length ? s : [...ALL_STATES];
   }
 
+  /** As typed (spaces are part of what is searched for, as `quayside peek --search` takes them); empty is none. */
   private search(v: unknown): string | undefined {
-    if (typeof v !== 'string') return undefined;
-    const s = v.trim();
-    return s ? s : undefined;
+    return typeof v === 'string' && v !== '' ? v : undefined;
   }
 
   private peek(t: Transport, a: Record<string, unknown>) {

@@ -2,6 +2,7 @@
 // (which never trusts the webview). Pure functions, no Node, no DOM.
 
 import { formatDuration, parseDuration } from '../core/duration';
+import { LIMITS, LONE_SURROGATE, hasLoneSurrogate } from '../../emulator/protocol';
 import { MAX_PUSH_COUNT, type PushForm } from './messages';
 
 export interface JsonCheck {
@@ -130,7 +131,8 @@ export function lineColumn(text: string, pos: number): { line: number; column: n
 
 /** A dedupe key's problem, if it has one (shared with the palette's Push Message). */
 export function checkDedupeKey(key: string): string | undefined {
-  return key.length > 512 ? 'Dedupe key is too long (512 characters at most)' : undefined;
+  if (key.length > LIMITS.maxKeyChars) return `Dedupe key is too long (${LIMITS.maxKeyChars} characters at most)`;
+  return hasLoneSurrogate(key) ? `Dedupe key ${LONE_SURROGATE}` : undefined;
 }
 
 /**
@@ -196,7 +198,8 @@ export function validatePushForm(form: PushForm, limits: { maxDelayMs?: number }
     }
   }
 
-  const key = (form.dedupeKey ?? '').trim();
+  // As typed, spaces and all: the emulator matches keys exactly, as the app's own pushes do.
+  const key = form.dedupeKey ?? '';
   if (key !== '') {
     const keyError = checkDedupeKey(key);
     if (keyError) errors.dedupeKey = keyError;

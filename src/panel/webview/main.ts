@@ -959,7 +959,8 @@ function wire() {
   search.addEventListener('input', () => {
     if (searchTimer) clearTimeout(searchTimer);
     searchTimer = setTimeout(() => {
-      st.search = search.value.trim();
+      // As typed, as `quayside peek --search` takes it: a case-sensitive part of the body.
+      st.search = search.value;
       resetPaging(st.msg);
       persist();
       void loadPage('msg');

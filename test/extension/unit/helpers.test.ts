@@ -92,12 +92,14 @@ describe('extension: command arguments', () => {
   it('names and JSON bodies', () => {
     assert.equal(validateName('jobs', 'queue'), undefined);
     assert.match(validateName(' ', 'queue')!, /needed/);
-    assert.match(validateName('a b', 'namespace')!, /no spaces/);
-    // An env queue's namespace is project/environment: one slash between two parts.
-    assert.equal(validateName('shop/dev', 'namespace'), undefined);
-    assert.equal(validateName('shop/dev/eu', 'namespace'), undefined, 'an environment may hold a slash');
-    assert.ok(validateName('a\\b', 'namespace'));
-    assert.match(validateName('a/b', 'queue')!, /no spaces or slashes/);
+    // The emulator's rule and no other: every name an app can use can be made here too.
+    for (const ok of ['Acme Corp', 'shop/dev', 'shop/dev/eu', 'a\\b', 'send email', 'a/b', '--weird', 'x'.repeat(200), '\u{1F600}']) {
+      assert.equal(validateName(ok, 'namespace'), undefined, ok);
+      assert.equal(validateName(ok, 'queue'), undefined, ok);
+    }
+    assert.equal(validateName('x'.repeat(201), 'queue'), 'A queue name must be at most 200 characters');
+    assert.equal(validateName('a\tb', 'namespace'), 'A namespace name must not contain control characters');
+    assert.match(validateName('a\ud800', 'queue')!, /^A queue name must be well-formed Unicode/);
     assert.equal(envNamespaceProblem('shop/dev'), undefined);
     assert.equal(envNamespaceProblem('shop/dev/eu'), undefined);
     for (const bad of ['acme:staging', '/dev', 'shop/', `${'p'.repeat(101)}/dev`, `shop/${'e'.repeat(101)}`]) {

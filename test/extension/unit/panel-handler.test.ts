@@ -101,9 +101,9 @@ describe('panel handler (host side of the queue panel)', () => {
   it('pages with peek: passes states, search and cursor, clamps the page size, never loads everything', async () => {
     const { handler, t } = setup();
     for (let i = 0; i < 250; i++) t.add({ body: { n: i, tag: i % 2 ? 'odd' : 'even' } });
-    const p1 = await handler.dispatch('peek', { states: ['ready', 'dead'], search: '  odd ', limit: 5000 });
+    const p1 = await handler.dispatch('peek', { states: ['ready', 'dead'], search: '"odd"', limit: 5000 });
     const call = t.callsOf('peek')[0].args;
-    assert.deepEqual(call, { namespace: 'demo', queue: 'jobs', states: ['ready', 'dead'], limit: 200, search: 'odd' });
+    assert.deepEqual(call, { namespace: 'demo', queue: 'jobs', states: ['ready', 'dead'], limit: 200, search: '"odd"' });
     assert.equal(p1.messages.length, 125);
     assert.equal(p1.total, 125);
     const p2 = await handler.dispatch('peek', { states: ['ready'], limit: 100, cursor: 'c100' });
@@ -113,6 +113,12 @@ describe('panel handler (host side of the queue panel)', () => {
     await handler.dispatch('peek', { states: ['bogus' as any], limit: 0 });
     assert.deepEqual(t.callsOf('peek')[2].args.states, ['ready', 'delayed', 'leased', 'dead']);
     assert.equal(t.callsOf('peek')[2].args.limit, 1);
+    // The search goes as typed, spaces and all, as the CLI's --search does; empty is none.
+    const spaced = await handler.dispatch('peek', { states: ['ready'], search: ' odd', limit: 10 });
+    assert.equal(t.callsOf('peek')[3].args.search, ' odd');
+    assert.equal(spaced.total, 0, 'no body holds " odd"');
+    await handler.dispatch('peek', { states: ['ready'], search: '', limit: 10 });
+    assert.equal(t.callsOf('peek')[4].args.search, undefined);
     handler.dispose();
   });
 
@@ -148,7 +154,8 @@ describe('panel handler (host side of the queue panel)', () => {
     const { handler, t } = setup();
     const r = await handler.dispatch('push', { body: '{"order": 42}', delaySeconds: '1.5', dedupeKey: ' k1 ', attributes: '{"source":"panel"}', count: '1' });
     assert.equal(r.sent, 1);
-    assert.deepEqual(t.callsOf('push')[0].args, { namespace: 'demo', queue: 'jobs', body: { order: 42 }, delayMs: 1500, dedupeKey: 'k1', attributes: { source: 'panel' } });
+    // The key as typed: the emulator matches keys exactly, so a trimmed one would not dedupe against the app's own ' k1 '.
+    assert.deepEqual(t.callsOf('push')[0].args, { namespace: 'demo', queue: 'jobs', body: { order: 42 }, delayMs: 1500, dedupeKey: ' k1 ', attributes: { source: 'panel' } });
     assert.equal(t.messages[0].state, 'delayed');
     handler.dispose();
   });
