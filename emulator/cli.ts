@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Connection as ConnectionT } from './clients/connection';
-import type { MessageView, QueueInfo } from './protocol';
+import type { Dialect, MessageView, QueueInfo } from './protocol';
 import { DEFAULT_PORT, LIMITS } from './protocol';
 import { QuaysideError } from './errors';
 
@@ -16,9 +16,10 @@ const USAGE = `quayside <command> [options]
   queues       list queues             [--ns NAMESPACE]
   create Q     create a queue          --ns NAMESPACE --dialect cache|env|sync
   delete Q     delete a queue          --ns NAMESPACE --yes
-  push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON]
+  push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON] [--dialect D]
                                        (BODY "-" reads stdin; attributes are kept and shown, and env consumers get them;
-                                       a missing queue is made as a cache queue, except in a namespace with a "/")
+                                       a missing queue is made as --dialect says, else as a cache queue, except in a
+                                       namespace with a "/")
   peek Q       look without leasing    --ns NAMESPACE [--state ready,delayed,leased,dead|failed] [--limit N] [--cursor NEXT]
                                        [--search TEXT] (a case-sensitive part of the body, as the panel's filter)
   show Q ID    one message in full     --ns NAMESPACE
@@ -92,7 +93,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   queues: [...CLIENT_FLAGS, ...NS_FLAGS],
   create: [...CLIENT_FLAGS, ...NS_FLAGS, 'dialect'],
   delete: [...CLIENT_FLAGS, ...NS_FLAGS, 'yes'],
-  push: [...CLIENT_FLAGS, ...NS_FLAGS, 'delay', 'dedupe', 'attributes'],
+  push: [...CLIENT_FLAGS, ...NS_FLAGS, 'delay', 'dedupe', 'attributes', 'dialect'],
   stats: [...CLIENT_FLAGS, ...NS_FLAGS],
   show: [...CLIENT_FLAGS, ...NS_FLAGS],
   peek: [...CLIENT_FLAGS, ...NS_FLAGS, 'state', 'limit', 'cursor', 'search'],
@@ -126,6 +127,26 @@ function checkFlags(cmd: string, args: Args): void {
   }
   if (args.repeated?.length) throw new UsageError(`--${args.repeated[0]} is given more than once; give it once`);
   if (args.flags.ns !== undefined && args.flags.namespace !== undefined) throw new UsageError('--ns and --namespace are the same option; give one');
+}
+
+/** --dialect, one of the three. */
+function dialectFlag(args: Args): Dialect | undefined {
+  const d = flag(args, 'dialect');
+  if (d !== undefined && !(['cache', 'env', 'sync'] as string[]).includes(d)) throw new UsageError(`--dialect must be cache, env or sync, got "${d}"`);
+  return d as Dialect | undefined;
+}
+
+/** An env queue lives in project/environment: one made elsewhere no env client could reach. */
+function checkNamespaceFor(dialect: Dialect | undefined, namespace: string): void {
+  if (dialect !== 'env') return;
+  const { envNamespace } = require('./http/env-naming') as typeof import('./http/env-naming');
+  const slash = namespace.indexOf('/');
+  if (slash <= 0 || slash === namespace.length - 1) throw new UsageError(`an env queue's namespace is <project>/<environment> (such as shop/dev), got "${namespace}"`);
+  try {
+    envNamespace(namespace.slice(0, slash), namespace.slice(slash + 1)); // the API's own rules for each part
+  } catch (e) {
+    throw new UsageError(`--ns for an env queue: ${(e as Error).message}`);
+  }
 }
 
 function flag(args: Args, name: string, alias?: string): string | undefined {
@@ -423,20 +444,10 @@ async function client(cmd: string, args: Args): Promise<void> {
         break;
       }
       case 'create': {
-        const dialect = flag(args, 'dialect') ?? 'cache';
+        const dialect = dialectFlag(args) ?? 'cache';
         const namespace = ns(args);
-        // An env queue lives in project/environment: one made elsewhere no env client could reach.
-        if (dialect === 'env') {
-          const { envNamespace } = require('./http/env-naming') as typeof import('./http/env-naming');
-          const slash = namespace.indexOf('/');
-          if (slash <= 0 || slash === namespace.length - 1) throw new UsageError(`an env queue's namespace is <project>/<environment> (such as shop/dev), got "${namespace}"`);
-          try {
-            envNamespace(namespace.slice(0, slash), namespace.slice(slash + 1)); // the API's own rules for each part
-          } catch (e) {
-            throw new UsageError(`--ns for an env queue: ${(e as Error).message}`);
-          }
-        }
-        const q = await conn.request('queue.create', { namespace, queue: need(args, 1, 'queue name'), dialect: dialect as 'cache' });
+        checkNamespaceFor(dialect, namespace);
+        const q = await conn.request('queue.create', { namespace, queue: need(args, 1, 'queue name'), dialect });
         out(q, `created ${q.dialect} queue ${q.name} in ${q.namespace} (id ${q.id})`);
         break;
       }
@@ -452,9 +463,12 @@ async function client(cmd: string, args: Args): Promise<void> {
         const raw = text === '-' ? await readStdin() : text;
         const body = jsonArg(raw, 'BODY');
         const namespace = ns(args);
-        // A missing queue is made as cache.queue().push makes one, except in a project/environment:
-        // there a cache queue would take the slug an env queue needs (env queues are created).
-        const create = namespace.includes('/') ? undefined : 'cache';
+        // A missing queue is made as --dialect says (a sync tenant's queue before its worker first
+        // ran), else as cache.queue().push makes one, except in a project/environment: there a
+        // cache queue would take the slug an env queue needs (env queues are created).
+        const dialect = dialectFlag(args);
+        checkNamespaceFor(dialect, namespace);
+        const create = dialect ?? (namespace.includes('/') ? undefined : 'cache');
         let r;
         try {
           r = await conn.request('push', { namespace, queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), attributes: attributesFlag(args), create });

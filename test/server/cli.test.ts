@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
 import { createCache } from '../../emulator/clients/cache';
+import { queue as syncQueue } from '../../emulator/clients/sync';
 import { urlHost } from '../../emulator/server/auth';
 import { LIMITS } from '../../emulator/protocol';
 import { readOnlyToken } from '../conformance/support';
@@ -571,5 +572,30 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
     await run(tsx, [cli, 'create', 'invoices', '--ns', 'acme/dev', '--dialect', 'env', ...conn]);
     await run(tsx, [cli, 'push', 'invoices', '2', '--ns', 'acme/dev', ...conn]);
     assert.equal((await emu.engine.stats({ namespace: 'acme/dev', queue: 'invoices' })).counts.ready, 1);
+  });
+
+  it('push --dialect makes a missing queue of that dialect (a sync tenant\'s queue before its worker first ran), which that client then uses', async () => {
+    await run(tsx, [cli, 'push', 'jobs', '{"task":"seed"}', '--ns', 'tenant-a', '--dialect', 'sync', ...conn]);
+    assert.equal((await emu.engine.getQueue({ namespace: 'tenant-a', queue: 'jobs' })).dialect, 'sync');
+    const worker = syncQueue({ id: 'jobs', tenantId: 'tenant-a', url: emu.url, token: emu.token });
+    try {
+      const m = await worker.recv({ wait: false });
+      assert.deepEqual(m?.data, { task: 'seed' });
+      assert.equal(await m!.ack(), true);
+    } finally {
+      await worker.close();
+    }
+    // An existing queue takes the push whatever --dialect says, as a push without it does.
+    await run(tsx, [cli, 'push', 'jobs', '2', '--ns', 'tenant-a', '--dialect', 'cache', ...conn]);
+    assert.equal((await emu.engine.getQueue({ namespace: 'tenant-a', queue: 'jobs' })).dialect, 'sync');
+    // An env queue made by a push needs a project/environment, as create does; a dialect it does not know is a usage error.
+    await run(tsx, [cli, 'push', 'orders', '1', '--ns', 'shop/dev', '--dialect', 'env', ...conn]);
+    assert.equal((await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' })).dialect, 'env');
+    for (const [args, says] of [[['--ns', 'plain', '--dialect', 'env'], /<project>\/<environment>/], [['--ns', 'plain', '--dialect', 'kafka'], /--dialect must be cache, env or sync, got "kafka"/]] as const) {
+      const e = await fails(run(tsx, [cli, 'push', 'never', '1', ...args, ...conn]));
+      assert.equal(e?.code, 64);
+      assert.match(e!.stderr, says);
+    }
+    assert.deepEqual((await emu.engine.listQueues({ namespace: 'plain' })).queues, [], 'nothing was made');
   });
 });
