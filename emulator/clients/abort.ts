@@ -10,20 +10,58 @@ export function abortError(signal: AbortSignal): unknown {
   return e;
 }
 
+/** The callbacks waiting on each signal, behind the one listener it has for all of them. */
+const waiting = new WeakMap<AbortSignal, { listener: () => void; callbacks: Set<() => void> }>();
+
+/**
+ * Calls `fn` once when `signal` aborts, and returns what takes it back. However many calls wait on
+ * one signal (a pool of workers sharing one AbortController, as the seeds write it), the signal
+ * holds one listener, so Node never warns of a leak (MaxListenersExceededWarning at 11); the last
+ * call to be taken back removes it. Not for a signal already aborted: callers check that first.
+ */
+export function whenAborted(signal: AbortSignal, fn: () => void): () => void {
+  let entry = waiting.get(signal);
+  if (!entry) {
+    const callbacks = new Set<() => void>();
+    const listener = () => {
+      waiting.delete(signal);
+      for (const f of callbacks) {
+        try {
+          f();
+        } catch (e) {
+          queueMicrotask(() => {
+            throw e; // as an EventTarget listener's throw: reported, and the others still run
+          });
+        }
+      }
+    };
+    entry = { listener, callbacks };
+    waiting.set(signal, entry);
+    signal.addEventListener('abort', listener, { once: true });
+  }
+  const { callbacks, listener } = entry;
+  const f = () => fn(); // its own identity: one fn given twice is two waits
+  callbacks.add(f);
+  return () => {
+    if (!callbacks.delete(f) || callbacks.size > 0 || waiting.get(signal)?.callbacks !== callbacks) return;
+    waiting.delete(signal);
+    signal.removeEventListener('abort', listener);
+  };
+}
+
 /** `p`, or the signal's abort if that comes first. */
 export function orAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return p;
   if (signal.aborted) return Promise.reject(abortError(signal));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
+    const off = whenAborted(signal, () => reject(abortError(signal)));
     p.then(
       (v) => {
-        signal.removeEventListener('abort', onAbort);
+        off();
         resolve(v);
       },
       (e) => {
-        signal.removeEventListener('abort', onAbort);
+        off();
         reject(e);
       },
     );

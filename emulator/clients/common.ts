@@ -1,5 +1,5 @@
 import { QuaysideError } from '../errors';
-import { abortError } from './abort';
+import { abortError, whenAborted } from './abort';
 import { LIMITS, LONE_SURROGATE, hasLoneSurrogate } from '../protocol';
 import type { Transport } from './transport';
 
@@ -185,11 +185,11 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return resolve();
     const done = () => {
       clearTimeout(t);
-      signal?.removeEventListener('abort', done);
+      stopListening?.();
       resolve();
     };
     const t = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
+    const stopListening = signal ? whenAborted(signal, done) : undefined;
   });
 }
 

@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { QuaysideError, isCode } from '../errors';
 import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
-import { abortError, orAbort } from './abort';
+import { abortError, orAbort, whenAborted } from './abort';
 import { pause } from './common';
 import { Slots, mayBeHeld } from './slots';
 import { checkConnectionOptions, encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
@@ -323,15 +323,13 @@ export class Connection implements Transport {
     }
     return new Promise((resolve, reject) => {
       let sent = false;
-      let onAbort: (() => void) | null = null;
-      const cleanup = () => {
-        if (onAbort && signal) signal.removeEventListener('abort', onAbort);
-      };
+      let stopListening: (() => void) | null = null;
+      const cleanup = () => stopListening?.();
       const entry: Pending = { resolve, reject, cleanup };
       this.pending.set(id, entry);
       if (signal) {
         // An abandoned held request is cancelled on the server, so it leases nothing for us.
-        onAbort = () => {
+        stopListening = whenAborted(signal, () => {
           if (!this.pending.has(id)) return;
           this.forget(id);
           if (sent) {
@@ -339,8 +337,7 @@ export class Connection implements Transport {
             this.whenSlotFree(() => this.transmit(ws, cancel));
           }
           reject(abortError(signal));
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
+        });
       }
       this.whenSlotFree(() => {
         // Aborted while it waited for a slot: it was never sent, so there is nothing to cancel.

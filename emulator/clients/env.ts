@@ -2,6 +2,7 @@ import v8 from 'node:v8';
 import { QuaysideError } from '../errors';
 import { contentTypeProblem, nameProblem, type ConsumerDroppedEvent, type Delivery, type DeliverEvent, type PushInput, type ServerEvent } from '../protocol';
 import { envNamespace } from '../http/env-naming';
+import { whenAborted } from './abort';
 import { Connection } from './connection';
 import type { Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, options, optFunction, optKey, optObject, optSignal, optString, optTransport, pause, thrownText } from './common';
@@ -553,17 +554,17 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     },
   };
   // A signal may outlive many runs (one for a whole test suite): a stopped run lets go of it.
-  const onAbort = () => void running.stop();
+  let stopListening: (() => void) | undefined;
   if (signal) {
     if (signal.aborted) void running.stop();
-    else signal.addEventListener('abort', onAbort, { once: true });
+    else stopListening = whenAborted(signal, () => void running.stop());
   }
   return running;
 
   async function stopNow(): Promise<void> {
     if (stopped) return;
     stopped = true;
-    signal?.removeEventListener('abort', onAbort);
+    stopListening?.();
     forgetReconnects();
     // Detach first so no new batch comes; then finish what is in hand (up to its lease end). With
     // no connection up (the emulator closed or restarting) there is nothing to detach: the emulator

@@ -1,6 +1,6 @@
 import { QuaysideError } from '../errors';
 import type { OpArgs, OpName, OpResult, ServerEvent } from '../protocol';
-import { abortError } from './abort';
+import { abortError, whenAborted } from './abort';
 import { mayBeHeld } from './slots';
 import type { RequestOptions, Transport } from './transport';
 
@@ -24,8 +24,7 @@ export class HandleTransport implements Transport {
     const outer = opts.signal;
     if (outer?.aborted) throw abortError(outer);
     const ac = new AbortController();
-    const onOuter = () => ac.abort(outer!.reason);
-    outer?.addEventListener('abort', onOuter, { once: true });
+    const stopListening = outer ? whenAborted(outer, () => ac.abort(outer.reason)) : undefined;
     // close() ends a call that may wait (a held pull), and any call not yet sent (waiting for a
     // connection); a send or an ack on its way may be applied, so it is left to its own answer.
     const held = mayBeHeld(op, args);
@@ -38,7 +37,7 @@ export class HandleTransport implements Transport {
       throw e;
     } finally {
       this.calls.delete(ac);
-      outer?.removeEventListener('abort', onOuter);
+      stopListening?.();
     }
   }
 

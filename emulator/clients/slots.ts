@@ -1,5 +1,5 @@
 import type { OpName } from '../protocol';
-import { abortError } from './abort';
+import { abortError, whenAborted } from './abort';
 
 /** A pull the server may hold (`waitMs > 0`): the ones it counts against its waiting-pull limit. */
 export function mayBeHeld(op: OpName, args: unknown): boolean {
@@ -32,17 +32,18 @@ export class Slots {
     return new Promise((resolve, reject) => {
       const entry = {
         go: () => {
-          signal?.removeEventListener('abort', onAbort);
+          stopListening?.();
           this.used++;
           resolve();
         },
       };
-      const onAbort = () => {
-        const i = this.queue.indexOf(entry);
-        if (i >= 0) this.queue.splice(i, 1);
-        reject(abortError(signal!));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const stopListening = signal
+        ? whenAborted(signal, () => {
+            const i = this.queue.indexOf(entry);
+            if (i >= 0) this.queue.splice(i, 1);
+            reject(abortError(signal));
+          })
+        : undefined;
       this.queue.push(entry);
     });
   }

@@ -6,7 +6,7 @@ import { QuaysideError } from '../errors';
 import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent } from '../protocol';
 import { checkConnectionOptions, encodeRequest, type RequestOptions, type Transport } from '../clients/transport';
 import { HandleTransport } from '../clients/handle-transport';
-import { abortError } from '../clients/abort';
+import { abortError, whenAborted } from '../clients/abort';
 import { Slots, mayBeHeld } from '../clients/slots';
 import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from '../clients/sync-face';
 import { invalidArg } from '../clients/common';
@@ -72,7 +72,7 @@ export class LocalTransport implements Transport {
     return new Promise<OpResult<K>>((resolve, reject) => {
       const fail = (e: unknown) => {
         if (this.pending.delete(fail) && holds) this.hold(-1);
-        if (signal) signal.removeEventListener('abort', onAbort);
+        stopListening?.();
         reject(e);
       };
       const onAbort = () => {
@@ -82,11 +82,11 @@ export class LocalTransport implements Transport {
       };
       this.pending.add(fail);
       if (holds) this.hold(+1);
-      if (signal) signal.addEventListener('abort', onAbort, { once: true });
+      const stopListening = signal ? whenAborted(signal, onAbort) : undefined;
       void answer.then((r) => {
         if (!this.pending.delete(fail)) return; // already aborted, or the transport was closed
         if (holds) this.hold(-1);
-        if (signal) signal.removeEventListener('abort', onAbort);
+        stopListening?.();
         try {
           resolve(unwrap<K>(r));
         } catch (e) {

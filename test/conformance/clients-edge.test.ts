@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { getEventListeners } from 'node:events';
 import WebSocket from 'ws';
 import { createCache, type Cache } from '../../emulator/clients/cache';
 import { createEnv, runConsumer } from '../../emulator/clients/env';
 import { Connection } from '../../emulator/clients/connection';
+import { whenAborted } from '../../emulator/clients/abort';
 import * as remote from '../../emulator/clients/sync';
 import type { SyncQueue } from '../../emulator/clients/sync-face';
 import * as memory from '../../emulator/embedded/memory';
@@ -17,6 +19,13 @@ import { optMs, optSeconds } from '../../emulator/clients/common';
 // cannot carry, and read operations of a sync handle with a read-only token.
 
 type Emu = Awaited<ReturnType<typeof startTestEmulator>>;
+
+/** Pulls the engine holds (private; read only to know that every wait has begun). */
+function heldPulls(emu: { engine: unknown }): number {
+  let n = 0;
+  for (const list of (emu.engine as { waiters: { byQueue: Map<number, unknown[]> } }).waiters.byQueue.values()) n += list.length;
+  return n;
+}
 
 /** Requests still waiting for an answer on a Connection (private; read only to prove nothing leaked). */
 function pendingOf(c: Connection): number {
@@ -316,6 +325,100 @@ describe('clients: aborting a call', function () {
       ac.abort();
       assert.equal((await pull as Error).name, 'AbortError');
       assert.deepEqual(await q.stats().then((s) => s.inFlight), 0, 'nothing was leased');
+    } finally {
+      await cache.close();
+      await emu.close();
+    }
+  });
+
+  it('many waits on one signal (a pool of workers sharing one AbortController, as the seed writes it) put one listener on it, so Node warns of no leak; all end when it aborts', async () => {
+    const emu = await startTestEmulator();
+    const namespace = fresh('shared-signal');
+    const cache = createCache({ url: emu.url, token: emu.token, namespace });
+    const remoteQ = remote.queue({ id: fresh('jobs'), tenantId: namespace, url: emu.url, token: emu.token });
+    const memoryQ = memory.queue({ id: 'jobs' });
+    const project = fresh('p');
+    await emu.engine.createQueue({ namespace: `${project}/dev`, queue: 'work', dialect: 'env' });
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const ac = new AbortController();
+    const abortListeners = () => getEventListeners(ac.signal, 'abort').length;
+    try {
+      await cache.queue('q').stats(); // connected: the pulls below are held
+      const waits: Promise<unknown>[] = [];
+      for (let i = 0; i < 20; i++) {
+        waits.push(cache.queue('q').consume(() => {}, { signal: ac.signal }));
+        waits.push(remoteQ.recv({ timeoutMs: 60_000, signal: ac.signal }));
+        waits.push(memoryQ.recv({ timeoutMs: 60_000, signal: ac.signal }));
+      }
+      const consumers = await Promise.all(Array.from({ length: 15 }, (_, i) => runConsumer({ async queue() {} }, { url: emu.url, token: emu.token, project, environment: 'dev', queue: 'work', appId: `w${i}`, signal: ac.signal })));
+      // Every remote wait is held by the emulator, so its listener is on the signal (the in-process ones were there first).
+      await until(() => heldPulls(emu) >= 40, 'the held pulls');
+      await new Promise((r) => setImmediate(r)); // a MaxListenersExceededWarning is emitted on a later tick
+      assert.ok(abortListeners() <= 1, `${abortListeners()} abort listeners on the shared signal`);
+      assert.deepEqual(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message), []);
+      ac.abort();
+      const ended = await Promise.all(waits.map((p) => p.then(() => 'resolved', () => 'rejected')));
+      assert.equal(ended.length, 60, 'every wait ended');
+      await Promise.all(consumers.map((c) => c.stop()));
+      assert.equal(abortListeners(), 0, 'nothing is left on the signal');
+    } finally {
+      process.off('warning', onWarning);
+      await cache.close();
+      await remoteQ.close();
+      await memoryQ.close();
+      await emu.close();
+    }
+  });
+
+  it('whenAborted: each wait is called once on abort, a wait taken back is not, and a callback that throws stops none of the others', async () => {
+    const ac = new AbortController();
+    const calls: string[] = [];
+    const fn = () => calls.push('fn');
+    const offA = whenAborted(ac.signal, fn);
+    whenAborted(ac.signal, fn); // the same function twice is two waits
+    const offB = whenAborted(ac.signal, () => calls.push('taken back'));
+    whenAborted(ac.signal, () => {
+      throw new Error('boom');
+    });
+    whenAborted(ac.signal, () => calls.push('after the throw'));
+    offB();
+    offB(); // twice is harmless
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
+    // Mocha's own handler would fail the test on the report: it is set aside while this one listens.
+    const mochas = process.listeners('uncaughtException');
+    process.removeAllListeners('uncaughtException');
+    let thrown: unknown;
+    try {
+      const reported = new Promise<unknown>((resolve) => process.once('uncaughtException', resolve));
+      ac.abort();
+      assert.deepEqual(calls, ['fn', 'fn', 'after the throw']);
+      thrown = await reported;
+    } finally {
+      for (const l of mochas) process.on('uncaughtException', l);
+    }
+    assert.equal((thrown as Error).message, 'boom', "reported as a listener's throw is");
+    offA(); // after the abort: nothing to take back
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
+  });
+
+  it('a listener of a signal that outlives many calls is let go by each call that ends (nothing piles up on the signal)', async () => {
+    const emu = await startTestEmulator();
+    const cache = createCache({ url: emu.url, token: emu.token, namespace: fresh('long-signal') });
+    const ac = new AbortController();
+    try {
+      const q = cache.queue('q');
+      for (let i = 0; i < 30; i++) {
+        await q.push(i);
+        const [m] = await q.pull({ signal: ac.signal });
+        await q.ack(m.receipt);
+      }
+      const waits = Array.from({ length: 12 }, () => q.pull({ waitMs: 1_000, signal: ac.signal }));
+      assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
+      await emu.clock.advance(1_000);
+      await Promise.all(waits);
+      assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
     } finally {
       await cache.close();
       await emu.close();
