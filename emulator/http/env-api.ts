@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import { QuaysideError, invalid } from '../errors';
+import { QuaysideError, invalid, isCode } from '../errors';
 import type { Actor, Engine } from '../engine/engine';
 import * as validate from '../engine/validate';
 import { HTTP_STATUS, LIMITS, READ_OPS, contentTypeProblem, isBase64Text, isBinaryContentType, type OpName, type QueueInfo } from '../protocol';
@@ -291,7 +291,14 @@ async function receive(c: Ctx, m: RegExpExecArray): Promise<[number, unknown]> {
   const q = await queueById(c, m[1]);
   const max = wholeNumber(c.body.max, 'max', 1, 100) ?? 10;
   const leaseMs = wholeNumber(c.body.visibilityMs, 'visibilityMs', 1, 12 * 3600 * 1000);
-  const { messages } = await c.engine.pull({ ...ref(q), max, leaseMs }, c.actor);
+  let messages;
+  try {
+    ({ messages } = await c.engine.pull({ ...ref(q), max, leaseMs }, c.actor));
+  } catch (e) {
+    // A consumer app outlives the runConsumer() that set it (a deployed consumer not running): say how to pull.
+    if (isCode(e, 'conflict') && q.consumer) throw new QuaysideError('conflict', `${(e as Error).message}; PUT /v1/queues/${q.id}/consumer { "appId": null } makes it a pull queue`);
+    throw e;
+  }
   return [200, {
     messages: messages.map((x) => ({
       id: x.id, body: x.body, attempts: x.attempts, attributes: x.attributes ?? {}, contentType: x.contentType ?? 'json',

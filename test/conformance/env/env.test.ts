@@ -993,6 +993,8 @@ describe('conformance: env (seeds/001)', function () {
       const r = await api('POST', `/v1/queues/${q.id}/receive`, {});
       assert.equal(r.status, 409);
       assert.equal(r.body.error.code, 'conflict');
+      // The answer says how to pull (the app set by runConsumer stays after stop(), as a deployed one does).
+      assert.equal(r.body.error.message, `queue "has-consumer" has a consumer app (local); it delivers by push and refuses pulls; PUT /v1/queues/${q.id}/consumer { "appId": null } makes it a pull queue`);
     });
   });
 
