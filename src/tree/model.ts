@@ -161,7 +161,19 @@ export class TreeModel {
    */
   private folderEdits = new Map<string, number>();
   private generation = 0;
+  /**
+   * Which change event last set each queue's counts (a running number): a queue list read while
+   * such an event came keeps the event's counts, which are as new as the list's or newer (an
+   * event's counts are taken once its commit stands, and a list read in that commit is answered
+   * after its events went out).
+   */
+  private changeSeq = 0;
+  private countsSeq = new Map<string, number>();
+  /** The queues sorted, and by namespace, rebuilt when the set of queues changes (not per render). */
+  private sorted: { all: QueueInfo[]; byNamespace: Map<string, QueueInfo[]> } | null = null;
   private nodes = new Map<string, TreeNode>();
+  /** Each folder's message nodes, so a folder drops those it no longer shows without a walk of every node. */
+  private folderMessages = new Map<string, Set<string>>();
   private loadedRoot = false;
   private rootError: string | undefined;
   readonly pageSize: number;
@@ -182,10 +194,21 @@ export class TreeModel {
     this.transport = t;
     this.queues.clear();
     this.countsAt.clear();
+    this.sorted = null;
+    this.reset();
+    this.loadedRoot = false;
+  }
+
+  /**
+   * The same emulator, read again (a refresh, a new subscription, a gap): every folder is peeked
+   * again, and the next queue list replaces the counts. The queues stay meanwhile, so a change
+   * event that comes before that list updates its queue instead of asking for yet another list.
+   */
+  reset(): void {
     this.pages.clear();
     this.folderEdits.clear();
+    this.countsSeq.clear();
     this.generation++;
-    this.loadedRoot = false;
     this.rootError = undefined;
   }
 
@@ -209,7 +232,24 @@ export class TreeModel {
   }
 
   allQueues(): QueueInfo[] {
-    return [...this.queues.values()].sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+    return [...this.index().all];
+  }
+
+  private queuesIn(namespace: string): QueueInfo[] {
+    return this.index().byNamespace.get(namespace) ?? [];
+  }
+
+  private index(): { all: QueueInfo[]; byNamespace: Map<string, QueueInfo[]> } {
+    if (this.sorted) return this.sorted;
+    const all = [...this.queues.values()].sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+    const byNamespace = new Map<string, QueueInfo[]>();
+    for (const q of all) {
+      const list = byNamespace.get(q.namespace);
+      if (list) list.push(q);
+      else byNamespace.set(q.namespace, [q]);
+    }
+    this.sorted = { all, byNamespace };
+    return this.sorted;
   }
 
   /** The messages shown under a folder (its loaded pages). */
@@ -238,7 +278,12 @@ export class TreeModel {
     return this.node({ kind: 'folder' as const, id: this.folderId(namespace, queue, folder), namespace, queue, folder });
   }
   private messageNode(namespace: string, queue: string, folder: FolderKind, messageId: string) {
-    return this.node({ kind: 'message' as const, id: `msg:${key(namespace, queue)}${SEP}${folder}${SEP}${messageId}`, namespace, queue, folder, messageId });
+    const n = this.node({ kind: 'message' as const, id: `msg:${key(namespace, queue)}${SEP}${folder}${SEP}${messageId}`, namespace, queue, folder, messageId });
+    const folderId = this.folderId(namespace, queue, folder);
+    const shown = this.folderMessages.get(folderId);
+    if (shown) shown.add(n.id);
+    else this.folderMessages.set(folderId, new Set([n.id]));
+    return n;
   }
   private loadMoreNode(namespace: string, queue: string, folder: FolderKind) {
     return this.node({ kind: 'loadMore' as const, id: `more:${key(namespace, queue)}${SEP}${folder}`, namespace, queue, folder });
@@ -272,14 +317,12 @@ export class TreeModel {
         this.rootError = (e as Error).message;
         return [this.node({ kind: 'error' as const, id: 'error:root', message: `Cannot list the queues: ${this.rootError}` })];
       }
-      const namespaces = [...new Set([...this.queues.values()].map((q) => q.namespace))].sort();
+      const namespaces = [...this.index().byNamespace.keys()].sort();
       return namespaces.map((ns) => this.namespaceNode(ns));
     }
     switch (n.kind) {
       case 'namespace':
-        return this.allQueues()
-          .filter((q) => q.namespace === n.namespace)
-          .map((q) => this.queueNode(q.namespace, q.name));
+        return this.queuesIn(n.namespace).map((q) => this.queueNode(q.namespace, q.name));
       case 'queue':
         return [this.folderNode(n.namespace, n.queue, 'messages'), this.folderNode(n.namespace, n.queue, 'dead')];
       case 'folder': {
@@ -295,10 +338,12 @@ export class TreeModel {
             return [this.node({ kind: 'error' as const, id: `error:${id}`, message: `Cannot peek: ${(e as Error).message}` })];
           }
           // A change event (or a gap) that came while the peek was on its way: shown now, read
-          // again at the next render, which that change asks for.
+          // again at the next render, which that change asks for. A queue gone meanwhile keeps no page.
           if (this.editsOf(id) !== before) page.stale = true;
-          this.pages.set(id, page);
-          this.forgetMessagesNotIn(n, page);
+          if (this.queues.has(key(n.namespace, n.queue))) {
+            this.pages.set(id, page);
+            this.forgetMessagesNotIn(n, page);
+          }
         }
         const out: TreeNode[] = page.messages.map((m) => this.messageNode(n.namespace, n.queue, n.folder, m.id));
         if (page.next) out.push(this.loadMoreNode(n.namespace, n.queue, n.folder));
@@ -316,31 +361,58 @@ export class TreeModel {
   private async loadQueues(): Promise<void> {
     const t = this.transport;
     if (!t) return;
+    const asked = this.changeSeq;
+    const generation = this.generation;
     const { queues } = await t.request('queue.list', {});
     const seen = new Set<string>();
     for (const q of queues) {
       const k = key(q.namespace, q.name);
       seen.add(k);
+      const held = this.queues.get(k);
+      // A change event that came while the list was on its way has counts as new as the list's or newer.
+      if (held && held.id === q.id && generation === this.generation && (this.countsSeq.get(k) ?? 0) > asked) q.counts = held.counts;
+      else this.countsAt.set(k, this.now());
       this.queues.set(k, q);
-      this.countsAt.set(k, this.now());
     }
-    for (const k of [...this.queues.keys()]) if (!seen.has(k)) this.forgetQueue(k);
+    const gone = [...this.queues.keys()].filter((k) => !seen.has(k));
+    if (gone.length) this.forgetQueues(new Set(gone));
+    this.sorted = null;
     this.loadedRoot = true;
     this.rootError = undefined;
   }
 
   /** A fresh first page replaces the folder's pages: nodes of messages no longer shown go, so a busy queue's folder does not grow the map for the whole session. */
   private forgetMessagesNotIn(n: { namespace: string; queue: string; folder: FolderKind }, page: Page): void {
+    const folderId = this.folderId(n.namespace, n.queue, n.folder);
+    const nodes = this.folderMessages.get(folderId);
+    if (!nodes) return;
     const prefix = `msg:${key(n.namespace, n.queue)}${SEP}${n.folder}${SEP}`;
     const shown = new Set(page.messages.map((m) => prefix + m.id));
-    for (const id of this.nodes.keys()) if (id.startsWith(prefix) && !shown.has(id)) this.nodes.delete(id);
+    for (const id of nodes) {
+      if (shown.has(id)) continue;
+      nodes.delete(id);
+      this.nodes.delete(id);
+    }
   }
 
-  private forgetQueue(k: string): void {
-    this.queues.delete(k);
-    this.countsAt.delete(k);
-    for (const f of ['messages', 'dead'] as const) this.pages.delete(`folder:${k}${SEP}${f}`);
-    for (const id of [...this.nodes.keys()]) if (id.includes(k + SEP) || id === `queue:${k}`) this.nodes.delete(id);
+  /** Queues gone from the list, in one pass over the nodes (each node knows its queue). */
+  private forgetQueues(gone: Set<string>): void {
+    for (const k of gone) {
+      this.queues.delete(k);
+      this.countsAt.delete(k);
+      this.countsSeq.delete(k);
+      for (const f of ['messages', 'dead'] as const) {
+        const id = `folder:${k}${SEP}${f}`;
+        this.pages.delete(id);
+        this.folderMessages.delete(id);
+        this.folderEdits.delete(id);
+      }
+    }
+    const namespaces = new Set([...this.queues.values()].map((q) => q.namespace));
+    for (const [id, n] of this.nodes) {
+      if (n.kind === 'error') continue;
+      if (n.kind === 'namespace' ? !namespaces.has(n.namespace) : gone.has(key(n.namespace, n.queue))) this.nodes.delete(id);
+    }
   }
 
   private async fetchPage(n: { namespace: string; queue: string; folder: FolderKind }, cursor: string | undefined, limit = this.pageSize): Promise<Page> {
@@ -374,7 +446,7 @@ export class TreeModel {
   view(n: TreeNode): NodeView {
     switch (n.kind) {
       case 'namespace': {
-        const qs = this.allQueues().filter((q) => q.namespace === n.namespace);
+        const qs = this.queuesIn(n.namespace);
         const dead = qs.reduce((s, q) => s + q.counts.dead, 0);
         // In the queues' own word when they share a dialect (an env project's: "failed").
         const dialects = new Set(qs.map((q) => q.dialect));
@@ -480,18 +552,29 @@ export class TreeModel {
     // Change events were dropped on the way (the connection fell behind): what is cached may be
     // stale anywhere, so read it all again, as after a reconnect.
     if (e.event === 'gap') {
-      this.setTransport(this.transport);
+      this.reset();
       return { root: true, nodes: [] };
     }
     if (e.event !== 'change') return { root: false, nodes: [] };
-    if (e.kind === 'queue_created' || e.kind === 'queue_deleted' || e.kind === 'queue_updated') return { root: true, nodes: [] };
     const k = key(e.namespace, e.queue);
+    if (e.kind === 'queue_created' || e.kind === 'queue_deleted') {
+      // Another queue under this name from now on: what its folders showed was the old one's
+      // (a peek on its way now reads stale, and a folder loaded earlier is peeked again).
+      for (const f of ['messages', 'dead'] as const) {
+        const id = this.folderId(e.namespace, e.queue, f);
+        this.folderEdits.set(id, (this.folderEdits.get(id) ?? 0) + 1);
+        this.pages.delete(id);
+      }
+      return { root: true, nodes: [] };
+    }
+    if (e.kind === 'queue_updated') return { root: true, nodes: [] };
     const q = this.queues.get(k);
     if (!q) return { root: true, nodes: [] };
     const deadBefore = q.counts.dead;
     if (e.counts) {
       q.counts = e.counts;
       this.countsAt.set(k, e.at);
+      this.countsSeq.set(k, ++this.changeSeq);
     }
     const nodes: TreeNode[] = [];
     for (const f of foldersFor(e.kind)) {

@@ -58,8 +58,9 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
     this.debounced.cancel();
     this.model.clock.setMode(running ? clock : undefined);
     this.model.setTransport(running ? this.transport : undefined);
+    // Running: the tree is read once subscribed (a read before would be read again at once).
     if (running) void this.subscribe();
-    this.fire({ root: true, nodes: [] });
+    else this.fire({ root: true, nodes: [] });
   }
 
   private async subscribe(): Promise<void> {
@@ -69,15 +70,16 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
       // A virtual clock stands still until the next `clock` event: start from where it is.
       if (this.model.clock.virtual) this.model.clock.observe((await this.transport.request('clock.now', {})).now);
       // Whatever changed before the subscription is picked up by reloading.
-      this.model.setTransport(this.transport);
-      this.fire({ root: true, nodes: [] });
+      this.model.reset();
     } catch {
-      /* the emulator went away again; the next reconnect retries */
+      /* the emulator went away again; the next reconnect retries (the tree shows what it can read) */
     }
+    this.fire({ root: true, nodes: [] });
   }
 
   refresh(): void {
-    this.model.setTransport(this.running ? this.transport : undefined);
+    if (this.running) this.model.reset();
+    else this.model.setTransport(undefined);
     this.fire({ root: true, nodes: [] });
   }
 

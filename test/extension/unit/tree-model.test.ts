@@ -230,6 +230,75 @@ describe('extension: tree model', () => {
     }
   });
 
+  it('a queue deleted and made again under its name shows the new queue\'s messages, not the old one\'s (its folders were loaded, open or closed)', async () => {
+    // Found by a breadth probe: a test's beforeEach deletes and re-creates its queue; when both
+    // landed before the tree's reload, the folders kept the old queue's rows under a count of 0.
+    const { t, m, q } = await openFolder();
+    t.messages.set('ns/q', [message('m1', 'ready'), message('old-dead', 'dead')]);
+    const [, deadFolder] = await m.children(q);
+    assert.deepEqual((await m.children(deadFolder)).map((n) => (n as { messageId: string }).messageId), ['old-dead']);
+    // Deleted and made again: the list now has another queue (another id) under the name, empty.
+    t.queues = [{ ...queue('ns', 'q'), id: 'ns-q-2' }];
+    t.messages.set('ns/q', []);
+    assert.equal(m.apply(change('ns', 'q', 'queue_deleted', null)).root, true);
+    assert.equal(m.apply(change('ns', 'q', 'queue_created', null)).root, true);
+    const [ns2] = await m.children();
+    const [q2] = await m.children(ns2);
+    const [live2, dead2] = await m.children(q2);
+    assert.deepEqual(await m.children(live2), []);
+    assert.deepEqual(await m.children(dead2), []);
+    assert.deepEqual(m.loadedMessages('ns', 'q', 'dead'), []);
+  });
+
+  it('a queue list read while change events came keeps their counts, which are as new or newer (the events of its commit go out before its answer)', async () => {
+    // Found by a breadth probe: a reload's list overwrote the counts of a push event that came
+    // while it was on its way, and an idle queue then showed 1 ready where it had 2 until a Refresh.
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 1 }), queue('ns', 'other', { ready: 5 })];
+    const m = await tree(t);
+    await m.children();
+    const real = t.request.bind(t);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    t.request = (async (op: string, args: unknown) => {
+      const answer = await real(op as never, args as never);
+      if (op === 'queue.list') await held; // read now (1 ready), answered after the push's event
+      return answer;
+    }) as typeof t.request;
+    // Another queue made elsewhere: the tree reads the list again, keeping what it has meanwhile.
+    t.queues.push(queue('ns', 'new'));
+    assert.equal(m.apply(change('ns', 'new', 'queue_created', null)).root, true);
+    const loading = m.children();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(m.apply(change('ns', 'q', 'pushed', { ready: 2 })).root, false, 'the queue is still known: no second list');
+    release();
+    const [ns] = await loading;
+    const [, other, q] = await m.children(ns);
+    assert.equal(m.view(q).description, '2 ready', 'the event\'s counts stand');
+    assert.equal(m.view(other).description, '5 ready', 'a queue no event named takes the list\'s');
+    t.request = real;
+    // With no event on the way, the next list's counts are taken as they are.
+    t.queues[0] = queue('ns', 'q', { ready: 7 });
+    const [ns3] = await m.children();
+    assert.equal(m.view((await m.children(ns3))[2]).description, '7 ready');
+  });
+
+  it('queues that go take their nodes with them, and only theirs: a namespace whose name ends like another\'s keeps its nodes; an emptied namespace\'s node goes', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('shop', 'jobs', { ready: 1 }), queue('myshop', 'jobs', { ready: 1 }), queue('gone', 'x')];
+    const m = await tree(t);
+    for (const ns of await m.children()) for (const q of await m.children(ns)) await m.children(q);
+    const nodes = () => (m as unknown as { nodes: Map<string, unknown> }).nodes;
+    const kept = m.queueNode('myshop', 'jobs');
+    const keptFolder = m.folderNode('myshop', 'jobs', 'messages');
+    t.queues = [queue('myshop', 'jobs', { ready: 1 })];
+    await m.children();
+    assert.equal(m.queueNode('myshop', 'jobs'), kept, 'the same object, as VS Code refreshes by identity');
+    assert.equal(m.folderNode('myshop', 'jobs', 'messages'), keptFolder);
+    assert.deepEqual([...nodes().keys()].filter((id) => id.includes('shop\u0000jobs') && !id.includes('myshop')), [], 'shop/jobs left nothing');
+    assert.equal([...nodes().keys()].some((id) => id === 'ns:gone' || id === 'ns:shop'), false, 'emptied namespaces left nothing');
+  });
+
   it('merge: root wins; a namespace refresh covers its queues', () => {
     const m = new TreeModel();
     const ns = m.namespaceNode('a');
