@@ -471,10 +471,16 @@ async function client(cmd: string, args: Args): Promise<void> {
         const create = dialect ?? (namespace.includes('/') ? undefined : 'cache');
         let r;
         try {
-          r = await conn.request('push', { namespace, queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), attributes: attributesFlag(args), create });
+          // With --dialect, only a queue of that dialect takes the push (one of another is not_found to the engine).
+          r = await conn.request('push', { namespace, queue, body, delayMs: intFlag(args, 'delay'), dedupeKey: flag(args, 'dedupe'), attributes: attributesFlag(args), create, ...(dialect ? { dialect } : {}) });
         } catch (e) {
-          if (create || !(e instanceof QuaysideError) || e.code !== 'not_found') throw e;
-          throw new QuaysideError('not_found', `${e.message}; in a namespace with a "/" a queue is created first: quayside create ${queue} --ns ${namespace} --dialect env (or cache)`, { details: e.details });
+          if (!(e instanceof QuaysideError) || e.code !== 'not_found') throw e;
+          if (dialect) {
+            const other = await conn.request('queue.get', { namespace, queue }).catch(() => null);
+            if (other) throw new QuaysideError('conflict', `queue "${queue}" in namespace "${namespace}" is ${other.dialect === 'env' ? 'an' : 'a'} ${other.dialect} queue, not ${dialect}; nothing was pushed`);
+          }
+          if (create) throw e;
+          throw new QuaysideError('not_found', `${e.message}; in a namespace with a "/" a queue is created first: quayside create ${queue} --ns ${namespace} --dialect env (or cache), or push with --dialect env`, { details: e.details });
         }
         out(r, r.deduped ? `deduped: ${r.id} already holds that key` : `pushed ${r.id}`);
         break;

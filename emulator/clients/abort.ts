@@ -18,6 +18,8 @@ const waiting = new WeakMap<AbortSignal, { listener: () => void; callbacks: Set<
  * one signal (a pool of workers sharing one AbortController, as the seeds write it), the signal
  * holds one listener, so Node never warns of a leak (MaxListenersExceededWarning at 11); the last
  * call to be taken back removes it. Not for a signal already aborted: callers check that first.
+ * The waits run in the order they were registered, all at the place of the first among the
+ * signal's other listeners (the library relies on no order against an app's own listeners).
  */
 export function whenAborted(signal: AbortSignal, fn: () => void): () => void {
   let entry = waiting.get(signal);
@@ -26,6 +28,7 @@ export function whenAborted(signal: AbortSignal, fn: () => void): () => void {
     const listener = () => {
       waiting.delete(signal);
       for (const f of callbacks) {
+        callbacks.delete(f); // fired: nothing keeps it (or what it holds) once the abort is over
         try {
           f();
         } catch (e) {
@@ -40,10 +43,18 @@ export function whenAborted(signal: AbortSignal, fn: () => void): () => void {
     signal.addEventListener('abort', listener, { once: true });
   }
   const { callbacks, listener } = entry;
-  const f = () => fn(); // its own identity: one fn given twice is two waits
-  callbacks.add(f);
+  // Dropped once it ran or was taken back, so a take-back an app keeps (a RunningConsumer's) holds
+  // nothing of what the callback held. `fn` itself is not named in a closure, which would keep it.
+  let target: (() => void) | null = fn;
+  const wait = () => {
+    const run = target;
+    target = null;
+    run?.();
+  }; // its own identity: one fn given twice is two waits
+  callbacks.add(wait);
   return () => {
-    if (!callbacks.delete(f) || callbacks.size > 0 || waiting.get(signal)?.callbacks !== callbacks) return;
+    target = null;
+    if (!callbacks.delete(wait) || callbacks.size > 0 || waiting.get(signal)?.callbacks !== callbacks) return;
     waiting.delete(signal);
     signal.removeEventListener('abort', listener);
   };

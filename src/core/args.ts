@@ -80,8 +80,10 @@ export const DIALECTS: readonly Dialect[] = ['cache', 'env', 'sync'];
  * (a sync tenant "Acme Corp", a cache queue "a/b"). A name that is only spaces is taken as none typed.
  */
 export function validateName(s: string, what: 'namespace' | 'queue'): string | undefined {
-  if (!s.trim()) return `A ${what} name is needed`;
-  const problem = nameProblem(s);
+  // Checked as it will be used: a typed name loses the spaces at its ends.
+  const t = s.trim();
+  if (!t) return `A ${what} name is needed`;
+  const problem = nameProblem(t);
   return problem ? `A ${what} name ${problem}` : undefined;
 }
 

@@ -131,6 +131,8 @@ export function lineColumn(text: string, pos: number): { line: number; column: n
 
 /** A dedupe key's problem, if it has one (shared with the palette's Push Message). */
 export function checkDedupeKey(key: string): string | undefined {
+  // Spaces alone look like an empty field, and would quietly dedupe every later push onto the first.
+  if (key.trim() === '') return 'Dedupe key is only spaces: type a key, or leave the field empty for none';
   if (key.length > LIMITS.maxKeyChars) return `Dedupe key is too long (${LIMITS.maxKeyChars} characters at most)`;
   return hasLoneSurrogate(key) ? `Dedupe key ${LONE_SURROGATE}` : undefined;
 }

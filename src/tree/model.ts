@@ -362,7 +362,6 @@ export class TreeModel {
     const t = this.transport;
     if (!t) return;
     const asked = this.changeSeq;
-    const generation = this.generation;
     const { queues } = await t.request('queue.list', {});
     const seen = new Set<string>();
     for (const q of queues) {
@@ -370,7 +369,8 @@ export class TreeModel {
       seen.add(k);
       const held = this.queues.get(k);
       // A change event that came while the list was on its way has counts as new as the list's or newer.
-      if (held && held.id === q.id && generation === this.generation && (this.countsSeq.get(k) ?? 0) > asked) q.counts = held.counts;
+      // (A reset clears the marks, so only events that came after it can win over a list.)
+      if (held && held.id === q.id && (this.countsSeq.get(k) ?? 0) > asked) q.counts = held.counts;
       else this.countsAt.set(k, this.now());
       this.queues.set(k, q);
     }

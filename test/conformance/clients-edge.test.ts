@@ -12,6 +12,7 @@ import * as remote from '../../emulator/clients/sync';
 import type { SyncQueue } from '../../emulator/clients/sync-face';
 import * as memory from '../../emulator/embedded/memory';
 import { fresh, readOnlyToken, rejects, startTestEmulator, until } from './support';
+import { gc } from '../helpers';
 import { QuaysideError } from '../../emulator/errors';
 import { optMs, optSeconds } from '../../emulator/clients/common';
 
@@ -401,6 +402,21 @@ describe('clients: aborting a call', function () {
     assert.equal((thrown as Error).message, 'boom', "reported as a listener's throw is");
     offA(); // after the abort: nothing to take back
     assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
+  });
+
+  it('whenAborted: a wait that fired is let go, even while its take-back is still held (a RunningConsumer an app keeps)', async () => {
+    const ac = new AbortController();
+    // Only the callback holds the object; the take-back function is kept, as an app keeps its handle.
+    const { gone, takeBack } = (() => {
+      const obj = { big: new Array(1000).fill(0) };
+      return { gone: new WeakRef(obj), takeBack: whenAborted(ac.signal, () => void obj.big) };
+    })();
+    whenAborted(ac.signal, () => {}); // another wait on the signal, never taken back
+    ac.abort();
+    await new Promise((r) => setImmediate(r)); // a WeakRef's target lives to the end of the job that made it
+    gc();
+    assert.equal(gone.deref(), undefined, 'the fired callback and what it held were collected');
+    takeBack();
   });
 
   it('a listener of a signal that outlives many calls is let go by each call that ends (nothing piles up on the signal)', async () => {

@@ -585,9 +585,13 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
     } finally {
       await worker.close();
     }
-    // An existing queue takes the push whatever --dialect says, as a push without it does.
-    await run(tsx, [cli, 'push', 'jobs', '2', '--ns', 'tenant-a', '--dialect', 'cache', ...conn]);
-    assert.equal((await emu.engine.getQueue({ namespace: 'tenant-a', queue: 'jobs' })).dialect, 'sync');
+    // An existing queue of another dialect is refused, not pushed to: --dialect says what the queue must be.
+    const mismatch = await fails(run(tsx, [cli, 'push', 'jobs', '2', '--ns', 'tenant-a', '--dialect', 'cache', ...conn]));
+    assert.equal(mismatch?.code, 1);
+    assert.match(mismatch!.stderr, /queue "jobs" in namespace "tenant-a" is a sync queue, not cache; nothing was pushed/);
+    assert.equal((await emu.engine.stats({ namespace: 'tenant-a', queue: 'jobs' })).counts.ready, 0);
+    await run(tsx, [cli, 'push', 'jobs', '3', '--ns', 'tenant-a', '--dialect', 'sync', ...conn]);
+    assert.equal((await emu.engine.stats({ namespace: 'tenant-a', queue: 'jobs' })).counts.ready, 1, 'one of its own dialect takes it');
     // An env queue made by a push needs a project/environment, as create does; a dialect it does not know is a usage error.
     await run(tsx, [cli, 'push', 'orders', '1', '--ns', 'shop/dev', '--dialect', 'env', ...conn]);
     assert.equal((await emu.engine.getQueue({ namespace: 'shop/dev', queue: 'orders' })).dialect, 'env');

@@ -98,6 +98,9 @@ describe('extension: command arguments', () => {
       assert.equal(validateName(ok, 'queue'), undefined, ok);
     }
     assert.equal(validateName('x'.repeat(201), 'queue'), 'A queue name must be at most 200 characters');
+    // Checked as it will be used: the input box's text loses the spaces (and a pasted tab) at its ends.
+    assert.equal(validateName(`${'x'.repeat(200)} `, 'queue'), undefined);
+    assert.equal(validateName('jobs\t', 'queue'), undefined);
     assert.equal(validateName('a\tb', 'namespace'), 'A namespace name must not contain control characters');
     assert.match(validateName('a\ud800', 'queue')!, /^A queue name must be well-formed Unicode/);
     assert.equal(envNamespaceProblem('shop/dev'), undefined);

@@ -23,6 +23,9 @@ describe('panel push-form validation and HTML shell', () => {
   it('validatePushForm turns the form into a push plan', () => {
     const v = validatePushForm({ body: '[1]', delaySeconds: '2', dedupeKey: 'k', attributes: '{"x":1}', count: '5' });
     assert.deepEqual(v, { ok: true, plan: { body: [1], delayMs: 2000, dedupeKey: 'k', attributes: { x: 1 }, count: 5 } });
+    // A key goes as typed, spaces and all (the emulator matches keys exactly); spaces alone are refused, as they look like no key.
+    assert.equal((validatePushForm({ body: '1', delaySeconds: '', dedupeKey: ' k ', attributes: '', count: '' }) as any).plan.dedupeKey, ' k ');
+    assert.equal((validatePushForm({ body: '1', delaySeconds: '', dedupeKey: '   ', attributes: '', count: '' }) as any).errors.dedupeKey, 'Dedupe key is only spaces: type a key, or leave the field empty for none');
     const w = validatePushForm({ body: 'nope', delaySeconds: '-3', dedupeKey: '', attributes: '"s"', count: 'x' });
     assert.equal(w.ok, false);
     assert.deepEqual(Object.keys((w as any).errors).sort(), ['attributes', 'body', 'count', 'delaySeconds']);

@@ -283,6 +283,36 @@ describe('extension: tree model', () => {
     assert.equal(m.view((await m.children(ns3))[2]).description, '7 ready');
   });
 
+  it('a list sent before a gap (or a Refresh) does not undo a change event that came after it', async () => {
+    // Found in review: the old list's counts were taken, and the next list then kept them as the event's.
+    const t = new ScriptedTransport();
+    t.queues = [queue('ns', 'q', { ready: 1 })];
+    const m = await tree(t);
+    await m.children();
+    const real = t.request.bind(t);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let lists = 0;
+    t.request = (async (op: string, args: unknown) => {
+      const answer = await real(op as never, args as never);
+      if (op === 'queue.list' && ++lists === 1) await held; // the first list, read at 2 ready, comes last
+      return answer;
+    }) as typeof t.request;
+    t.queues = [queue('ns', 'q', { ready: 2 }), queue('ns', 'new')];
+    m.apply(change('ns', 'new', 'queue_created', null));
+    const first = m.children();
+    await new Promise((r) => setImmediate(r));
+    m.apply({ event: 'gap', subscription: 's1' });
+    const second = m.children(); // read at 2 ready, answered after the event below
+    t.queues[0] = queue('ns', 'q', { ready: 3 });
+    m.apply(change('ns', 'q', 'pushed', { ready: 3 }));
+    await second;
+    release();
+    const [ns] = await first;
+    t.request = real;
+    assert.equal(m.view((await m.children(ns)).find((n) => (n as { queue: string }).queue === 'q')!).description, '3 ready');
+  });
+
   it('queues that go take their nodes with them, and only theirs: a namespace whose name ends like another\'s keeps its nodes; an emptied namespace\'s node goes', async () => {
     const t = new ScriptedTransport();
     t.queues = [queue('shop', 'jobs', { ready: 1 }), queue('myshop', 'jobs', { ready: 1 }), queue('gone', 'x')];
