@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Connection as ConnectionT } from './clients/connection';
 import type { Dialect, MessageView, QueueInfo } from './protocol';
-import { DEFAULT_PORT, LIMITS } from './protocol';
+import { DEFAULT_PORT, LIMITS, isDialect } from './protocol';
 import { QuaysideError } from './errors';
 
 // The `quayside` command: `start` runs an emulator; the others talk to a running one.
@@ -132,8 +132,8 @@ function checkFlags(cmd: string, args: Args): void {
 /** --dialect, one of the three. */
 function dialectFlag(args: Args): Dialect | undefined {
   const d = flag(args, 'dialect');
-  if (d !== undefined && !(['cache', 'env', 'sync'] as string[]).includes(d)) throw new UsageError(`--dialect must be cache, env or sync, got "${d}"`);
-  return d as Dialect | undefined;
+  if (d !== undefined && !isDialect(d)) throw new UsageError(`--dialect must be cache, env or sync, got "${d}"`);
+  return d;
 }
 
 /** An env queue lives in project/environment: one made elsewhere no env client could reach. */

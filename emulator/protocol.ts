@@ -43,6 +43,13 @@ export interface WireError {
 }
 
 export type Dialect = 'cache' | 'env' | 'sync';
+
+/** The three dialects, for whatever checks a dialect it was given (the engine, the CLI, the extension). */
+export const DIALECTS: readonly Dialect[] = ['cache', 'env', 'sync'];
+
+export function isDialect(v: unknown): v is Dialect {
+  return typeof v === 'string' && (DIALECTS as readonly string[]).includes(v);
+}
 export type MessageState = 'ready' | 'delayed' | 'leased' | 'dead';
 export type Access = 'read' | 'readwrite';
 

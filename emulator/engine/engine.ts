@@ -4,7 +4,7 @@ import type {
   Access, AuditEntry, ChangeEvent, ConsumerSettings, Delivery, Dialect, LagStep, MessageState, MessageView,
   PushInput, PushResult, QueueCounts, QueueInfo, QueuePolicy,
 } from '../protocol';
-import { LIMITS, isBase64Text, isBinaryContentType, syncEnvelopeBytes, toWellFormed } from '../protocol';
+import { LIMITS, isBase64Text, isBinaryContentType, isDialect, syncEnvelopeBytes, toWellFormed } from '../protocol';
 import { DEAD, LEASED, WAITING, countWithin, type DueRow, type MessageRow, type NewMessage, type QueueRow, type QueueStore } from '../store/boundary';
 import type { Clock } from './clock';
 import { VirtualClock } from './clock';
@@ -13,7 +13,7 @@ import { coalesce, type PendingEvent } from './events';
 import { GroupCommit } from './group-commit';
 import { SYSTEM_ACTOR, TokenBook, type Actor } from './tokens';
 import { LagHistory } from './lag-history';
-import { PRESETS, TIME, consumerSettings, isDialect, mergePolicy } from './presets';
+import { PRESETS, TIME, consumerSettings, mergePolicy } from './presets';
 import * as v from './validate';
 import { messageId, parseMessageId, parseReceipt, toDelivery, toView, type Extra } from './views';
 import { Waiters, type Waiter } from './waiters';

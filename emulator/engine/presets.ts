@@ -66,12 +66,6 @@ export const CONSUMER_DEFAULTS: Omit<ConsumerSettings, 'appId' | 'visibilityMs'>
   maxConcurrency: 1,
 };
 
-export const DIALECTS: readonly Dialect[] = ['cache', 'env', 'sync'];
-
-export function isDialect(v: unknown): v is Dialect {
-  return typeof v === 'string' && (DIALECTS as readonly string[]).includes(v);
-}
-
 const POSITIVE_MS: (keyof QueuePolicy)[] = ['leaseMs', 'deadRetentionMs', 'dedupeTtlMs', 'maxNackDelayMs', 'maxDelayMs'];
 const NULLABLE_POSITIVE: (keyof QueuePolicy)[] = ['maxMessageAgeMs', 'maxDepth', 'maxBytes'];
 

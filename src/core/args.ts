@@ -72,7 +72,7 @@ export function messageIdsFromArgs(arg: unknown, selected: unknown): string[] | 
   return undefined;
 }
 
-export const DIALECTS: readonly Dialect[] = ['cache', 'env', 'sync'];
+export { DIALECTS } from '../../emulator/protocol';
 
 /**
  * Why a typed namespace or queue name cannot be made, or undefined: the emulator's own rule

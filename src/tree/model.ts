@@ -169,8 +169,8 @@ export class TreeModel {
    */
   private changeSeq = 0;
   private countsSeq = new Map<string, number>();
-  /** The queues sorted, and by namespace, rebuilt when the set of queues changes (not per render). */
-  private sorted: { all: QueueInfo[]; byNamespace: Map<string, QueueInfo[]> } | null = null;
+  /** Each namespace's queues, sorted by name, rebuilt when the set of queues changes (not per render). */
+  private sorted: Map<string, QueueInfo[]> | null = null;
   private nodes = new Map<string, TreeNode>();
   /** Each folder's message nodes, so a folder drops those it no longer shows without a walk of every node. */
   private folderMessages = new Map<string, Set<string>>();
@@ -231,24 +231,18 @@ export class TreeModel {
     return this.queues.get(key(namespace, queue));
   }
 
-  allQueues(): QueueInfo[] {
-    return [...this.index().all];
-  }
-
   private queuesIn(namespace: string): QueueInfo[] {
-    return this.index().byNamespace.get(namespace) ?? [];
+    return this.byNamespace().get(namespace) ?? [];
   }
 
-  private index(): { all: QueueInfo[]; byNamespace: Map<string, QueueInfo[]> } {
+  private byNamespace(): Map<string, QueueInfo[]> {
     if (this.sorted) return this.sorted;
-    const all = [...this.queues.values()].sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
-    const byNamespace = new Map<string, QueueInfo[]>();
-    for (const q of all) {
-      const list = byNamespace.get(q.namespace);
+    this.sorted = new Map();
+    for (const q of [...this.queues.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      const list = this.sorted.get(q.namespace);
       if (list) list.push(q);
-      else byNamespace.set(q.namespace, [q]);
+      else this.sorted.set(q.namespace, [q]);
     }
-    this.sorted = { all, byNamespace };
     return this.sorted;
   }
 
@@ -317,7 +311,7 @@ export class TreeModel {
         this.rootError = (e as Error).message;
         return [this.node({ kind: 'error' as const, id: 'error:root', message: `Cannot list the queues: ${this.rootError}` })];
       }
-      const namespaces = [...this.index().byNamespace.keys()].sort();
+      const namespaces = [...this.byNamespace().keys()].sort();
       return namespaces.map((ns) => this.namespaceNode(ns));
     }
     switch (n.kind) {
