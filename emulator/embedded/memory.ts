@@ -26,8 +26,8 @@ export class LocalTransport implements Transport {
   private nextId = 1;
   private ready: Promise<void>;
   private closed = false;
-  /** Requests not answered yet: close() fails them, as a closed connection does. */
-  private readonly pending = new Set<(e: Error) => void>();
+  /** Requests the engine has not answered yet, each with whether it is a pull the session may hold. */
+  private readonly pending = new Map<(e: Error) => void, boolean>();
   /**
    * Keeps the process alive while a pull waits (a blocking recv, a nack's delay coming due), as an
    * open socket does for the emulator's clients: the engine's own timers are unref'd, so without it
@@ -58,10 +58,10 @@ export class LocalTransport implements Transport {
   private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions, holds: boolean): Promise<OpResult<K>> {
     const signal = opts.signal;
     if (signal?.aborted) throw abortError(signal);
-    if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
+    if (this.closed) throw notSent();
     await this.ready;
     // Closed while waiting for hello: nothing may reach the engine on an ended session.
-    if (this.closed) throw new QuaysideError('unavailable', 'the in-memory queue was closed');
+    if (this.closed) throw notSent();
     if (signal?.aborted) throw abortError(signal);
     const id = this.nextId++;
     // The args as the server would see them off the socket: a BigInt or a cycle is invalid_argument,
@@ -80,7 +80,7 @@ export class LocalTransport implements Transport {
         void dispatch(this.engine, this.session, { id: this.nextId++, op: 'cancel', args: { request: id } });
         fail(abortError(signal!));
       };
-      this.pending.add(fail);
+      this.pending.set(fail, holds);
       if (holds) this.hold(+1);
       const stopListening = signal ? whenAborted(signal, onAbort) : undefined;
       void answer.then((r) => {
@@ -122,10 +122,22 @@ export class LocalTransport implements Transport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const fail of [...this.pending]) fail(new QuaysideError('unavailable', 'the in-memory queue was closed'));
+    // A held pull is given up (the engine answers it with nothing, so it leases nothing). A call the
+    // engine already has (a send, an ack) gets its own answer once its commit is done, as a
+    // HandleTransport leaves it: one that was applied is never reported as failed.
+    for (const [fail, holds] of [...this.pending]) if (holds) fail(new QuaysideError('unavailable', 'the in-memory queue was closed'));
     endSession(this.engine, this.session);
     this.eventListeners.clear();
   }
+}
+
+/** Calls that never reached an engine because it was closed first: the shared transport sends them on to the fresh one. */
+const unsent = new WeakSet<Error>();
+
+function notSent(): QuaysideError {
+  const e = new QuaysideError('unavailable', 'the in-memory queue was closed');
+  unsent.add(e);
+  return e;
 }
 
 function unwrap<K extends OpName>(r: Awaited<ReturnType<typeof dispatch>>): OpResult<K> {
@@ -218,7 +230,17 @@ function sharedSession(): LocalTransport {
  * again on its next call (the face does so on not_found), as after an in-memory emulator restarts.
  */
 const sharedTransport: Transport = {
-  request: (op, args, opts) => sharedSession().request(op, args, opts),
+  async request(op, args, opts) {
+    // A reset that came before the call reached the engine (it waited for its turn): the fresh
+    // engine takes it, as a quayside/sync call made while the emulator restarts goes once it is back.
+    for (;;) {
+      try {
+        return await sharedSession().request(op, args, opts);
+      } catch (e) {
+        if (!unsent.has(e as Error)) throw e;
+      }
+    }
+  },
   onEvent(listener) {
     sharedListeners.add(listener);
     return () => sharedListeners.delete(listener);
@@ -263,7 +285,8 @@ export function queue<T = unknown>(opts: MemoryQueueOptions<T>): SyncQueue<T> {
 
 /**
  * Empties the shared in-memory engine used by `queue()` (a fresh one is made on next use). Handles
- * made before go on against the fresh one; a call waiting at the reset fails `unavailable`.
+ * made before go on against the fresh one; a recv held at the reset fails `unavailable`; a call the
+ * old engine already has is answered after its commit, and one not there yet goes to the fresh one.
  */
 export async function resetMemory(): Promise<void> {
   const s = shared;

@@ -643,6 +643,39 @@ describe('conformance: sync — transport (quayside/sync only)', function () {
     }
   });
 
+  it('quayside/sync/memory: a call on its way at resetMemory() is answered: one the old engine has after its commit, one not there yet by the fresh engine', async () => {
+    const q = memory.queue<string>({ id: 'on-its-way' });
+    const settled = <T>(p: Promise<T>) => p.then((value) => ({ value }), (error: Error) => ({ error: error.message }));
+    try {
+      // Not yet at the engine (made in the same turn as the reset): the fresh engine takes it.
+      await q.send({ data: 'old' });
+      const leased = (await q.recv<string>({ wait: false }))!;
+      const ack = settled(leased.ack());
+      const send = settled(q.send({ data: 'after' }));
+      void memory.resetMemory();
+      assert.deepEqual(await ack, { value: false }, 'the fresh engine knows no such lease');
+      assert.ok('value' in (await send), 'the send went to the fresh engine');
+      assert.equal((await q.recv<string>({ wait: false }))!.data, 'after');
+
+      // Already at the engine, its commit not done (the reset runs before the group commit's turn):
+      // it is answered as applied, and the reset then drops it with the rest.
+      let applied!: Promise<{ value: unknown } | { error: string }>;
+      await new Promise<void>((done) => {
+        setImmediate(() => {
+          void memory.resetMemory();
+          done();
+        });
+        applied = settled(q.send({ data: 'committed' }));
+      });
+      const answer = await applied;
+      assert.ok('value' in answer, `answered as applied, not failed: ${JSON.stringify(answer)}`);
+      assert.equal(await q.recv({ wait: false }), null, 'the reset dropped it');
+    } finally {
+      await q.close();
+      await memory.resetMemory();
+    }
+  });
+
   it("each entry point takes its own options: quayside/sync refuses memory, quayside/sync/memory refuses transport and a bad memory, and accepts url and token unused", async () => {
     const mem = memory.createMemoryQueues();
     try {
