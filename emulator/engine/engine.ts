@@ -38,8 +38,13 @@ export { SYSTEM_ACTOR, tokenId, type Actor } from './tokens';
 
 /** Far above any receipt the engine hands out (`r_<id>_<token>`); longer is not a receipt. */
 const MAX_RECEIPT_CHARS = 200;
-/** The longest advance() waits for calls on their way in to arrive (see advance). */
-const ARRIVALS_WAIT_MS = 50;
+/**
+ * How long advance() waits for calls on their way in to arrive (see advance): turns of the event
+ * loop, about a millisecond each, so that a process stalled meanwhile (a long GC pause, a busy
+ * neighbour) does not spend the wait; and a cap in real time, for turns that run slow.
+ */
+const ARRIVALS_WAIT_TURNS = 50;
+const ARRIVALS_WAIT_MAX_MS = 1000;
 /**
  * How long, in real time, an advance waits for a lease it handed out to be settled before it moves
  * the clock on, counted from the last one settled (see awaitHolders).
@@ -1268,11 +1273,11 @@ export class Engine {
       // Let requests already on their way in (a recv sent just before this call, from a client in
       // the same process) reach the engine first, so their waits count from before the jump. A
       // handle's first call is several round trips (connect, hello, queue setup), so wait until
-      // nothing new has arrived for three turns in a row; at most 50 ms, for a client that keeps
-      // connecting.
+      // nothing new has arrived for three turns in a row; at most about 50 turns, for a client that
+      // keeps connecting.
       let seen = this.arrivals();
-      const until = Date.now() + ARRIVALS_WAIT_MS;
-      for (let quiet = 0; quiet < 3 && (quiet > 0 || Date.now() < until); ) {
+      const until = Date.now() + ARRIVALS_WAIT_MAX_MS;
+      for (let quiet = 0, turn = 0; quiet < 3 && (quiet > 0 || (turn < ARRIVALS_WAIT_TURNS && Date.now() < until)); turn++) {
         await new Promise((r) => setTimeout(r, 1));
         await this.settle();
         const now = this.arrivals();

@@ -599,6 +599,29 @@ describe('conformance: sync — transport (quayside/sync only)', function () {
     }
   });
 
+  it('a cold first wait still counts from before the advance when the process stalls while it connects (a long GC pause, a busy neighbour)', async () => {
+    const emu = await startTestEmulator();
+    const q = remote.queue({ id: 'cold-stall', url: emu.url, token: emu.token });
+    try {
+      const p = q.recv({ timeoutMs: 5000 });
+      const advanced = emu.clock.advance(5000);
+      // The whole process stops for longer than the advance's wait would last in real time, on the
+      // advance's first turn: the handshake's frames all come after it.
+      setImmediate(() => {
+        const end = Date.now() + 120;
+        while (Date.now() < end) {
+          // busy: nothing else in this process runs
+        }
+      });
+      await advanced;
+      const bound = new Promise((_, reject) => setTimeout(() => reject(new Error('the wait did not end with the advance')), 3000).unref());
+      assert.equal(await Promise.race([p, bound]), null);
+    } finally {
+      await q.close();
+      await emu.close();
+    }
+  });
+
   it('quayside/sync/memory: the shared queue() keeps state in this process only; resetMemory() drops it', async () => {
     const a = memory.queue({ id: 'shared' });
     const b = memory.queue({ id: 'shared' });
