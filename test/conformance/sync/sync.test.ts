@@ -549,14 +549,19 @@ describe('conformance: sync — transport (quayside/sync only)', function () {
     const q = remote.queue({ id: 'jobs', url: first.url, token });
     const ac = new AbortController();
     const seen: string[] = [];
+    let acked = 0;
     const loop = (async () => {
       for await (const m of q.stream<string>({ signal: ac.signal, timeoutMs: 60_000 })) {
         seen.push(m.data);
         await m.ack();
+        acked++;
       }
     })();
     await q.send({ data: 'before' });
-    await until(() => seen.length === 1, 'the first message');
+    // Its ack answered first: an ack still on the wire when the emulator stops fails `unavailable`
+    // (it may or may not have been applied), and would end this loop. The stream's held recv is what
+    // must ride out the restart.
+    await until(() => acked === 1, 'the first message, acked');
     await first.close();
     await new Promise((r) => setTimeout(r, 200)); // a real outage: the stream sees unavailable errors
     const second = await startEmulator({ memory: true, port, token });

@@ -104,7 +104,7 @@ export interface Panel<T extends Transport = FakeTransport> {
 export async function openPanel<T extends Transport = FakeTransport>(
   browser: Browser,
   transport: T,
-  /** fakeClock: the page's timers move only with `page.clock.runFor` (Playwright's clock). */
+  /** fakeClock: Playwright's clock in the page: `page.clock.runFor` moves it, and until a test pauses it (`pauseAt`) it also flows with real time. */
   /** timezoneId: the page's time zone (default UTC), to show what a user elsewhere sees. */
   opts: { state?: unknown; width?: number; height?: number; debounceMs?: number; ref?: QueueRef; fakeClock?: boolean; timezoneId?: string; beforeLoad?: (handler: PanelHandler) => void } = {},
 ): Promise<Panel<T>> {

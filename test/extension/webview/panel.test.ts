@@ -444,6 +444,9 @@ describe('queue panel webview (Chromium)', function () {
   it('live: a queue that stays busy still refreshes while the events keep coming (a throttle, not a debounce)', async () => {
     p = await openPanel(browser, fixtureQueue(), { fakeClock: true });
     await p.page.waitForSelector('#msg-rows tr');
+    // Stop the page's clock (installed, it still flows with real time): only runFor moves it, so a
+    // slow machine's extra real time between steps cannot fire the throttle more often.
+    await p.page.clock.pauseAt(await p.page.evaluate(() => Date.now() + 1000));
     const peeks = async () => (await p.sentOps()).filter((op) => op === 'peek').length;
     const before = await peeks();
     const changed: PanelEvent = { type: 'event', event: 'changed', kinds: ['pushed'], ids: [], counts: null, at: 0 };
