@@ -529,19 +529,39 @@ for (const variant of variants) {
 
 describe('conformance: sync — transport (quayside/sync only)', function () {
   this.timeout(30000);
-  it("a wait made as the first call of the process's first handle (not yet connected) counts from before an advance made right after it", async () => {
+  /**
+   * A 5 s recv as a fresh handle's first call (still connecting), then at once an advance of 5 s:
+   * the wait ends with it. `meanwhile` runs just after the advance is asked for.
+   */
+  async function coldWaitEndsWithAdvance(id: string, meanwhile?: () => void): Promise<void> {
     const emu = await startTestEmulator();
-    const q = remote.queue({ id: 'cold', url: emu.url, token: emu.token });
+    const q = remote.queue({ id, url: emu.url, token: emu.token });
     try {
       const p = q.recv({ timeoutMs: 5000 });
-      await emu.clock.advance(5000);
+      const advanced = emu.clock.advance(5000);
+      meanwhile?.();
+      await advanced;
       const bound = new Promise((_, reject) => setTimeout(() => reject(new Error('the wait did not end with the advance')), 3000).unref());
       assert.equal(await Promise.race([p, bound]), null);
     } finally {
       await q.close();
       await emu.close();
     }
-  });
+  }
+
+  it("a wait made as the first call of the process's first handle (not yet connected) counts from before an advance made right after it", () => coldWaitEndsWithAdvance('cold'));
+
+  it('a cold first wait still counts from before the advance when the process stalls while it connects (a long GC pause, a busy neighbour)', () =>
+    coldWaitEndsWithAdvance('cold-stall', () => {
+      // The whole process stops for longer than the advance's wait would last in real time, on the
+      // advance's first turn: the handshake's frames all come after it.
+      setImmediate(() => {
+        const end = Date.now() + 120;
+        while (Date.now() < end) {
+          // busy: nothing else in this process runs
+        }
+      });
+    }));
 
   it('stream({ wait: true }) auto-retries transient transport errors: it rides out an emulator restart', async () => {
     const first = await startEmulator({ memory: true });
@@ -600,29 +620,6 @@ describe('conformance: sync — transport (quayside/sync only)', function () {
       else process.env.QUAYSIDE_URL = saved.url;
       if (saved.token === undefined) delete process.env.QUAYSIDE_TOKEN;
       else process.env.QUAYSIDE_TOKEN = saved.token;
-      await emu.close();
-    }
-  });
-
-  it('a cold first wait still counts from before the advance when the process stalls while it connects (a long GC pause, a busy neighbour)', async () => {
-    const emu = await startTestEmulator();
-    const q = remote.queue({ id: 'cold-stall', url: emu.url, token: emu.token });
-    try {
-      const p = q.recv({ timeoutMs: 5000 });
-      const advanced = emu.clock.advance(5000);
-      // The whole process stops for longer than the advance's wait would last in real time, on the
-      // advance's first turn: the handshake's frames all come after it.
-      setImmediate(() => {
-        const end = Date.now() + 120;
-        while (Date.now() < end) {
-          // busy: nothing else in this process runs
-        }
-      });
-      await advanced;
-      const bound = new Promise((_, reject) => setTimeout(() => reject(new Error('the wait did not end with the advance')), 3000).unref());
-      assert.equal(await Promise.race([p, bound]), null);
-    } finally {
-      await q.close();
       await emu.close();
     }
   });
