@@ -62,6 +62,8 @@ export interface TreeModelOptions {
 
 const SEP = '\u0000';
 const key = (ns: string, q: string) => ns + SEP + q;
+/** A folder node's id, from its queue's key. */
+const folderIdOf = (k: string, f: FolderKind) => `folder:${k}${SEP}${f}`;
 
 export function folderLabel(dialect: Dialect | undefined, folder: FolderKind): string {
   return folder === 'messages' ? 'Messages' : deadAreaLabel(dialect);
@@ -260,7 +262,7 @@ export class TreeModel {
     return n;
   }
   private folderId(ns: string, q: string, f: FolderKind): string {
-    return `folder:${ns}${SEP}${q}${SEP}${f}`;
+    return folderIdOf(key(ns, q), f);
   }
   namespaceNode(namespace: string) {
     return this.node({ kind: 'namespace' as const, id: `ns:${namespace}`, namespace });
@@ -352,6 +354,11 @@ export class TreeModel {
     return `${this.generation}:${this.folderEdits.get(folderId) ?? 0}`;
   }
 
+  /** A folder changed: a peek of it on its way reads stale (see editsOf). */
+  private edited(folderId: string): void {
+    this.folderEdits.set(folderId, (this.folderEdits.get(folderId) ?? 0) + 1);
+  }
+
   private async loadQueues(): Promise<void> {
     const t = this.transport;
     if (!t) return;
@@ -396,7 +403,7 @@ export class TreeModel {
       this.countsAt.delete(k);
       this.countsSeq.delete(k);
       for (const f of ['messages', 'dead'] as const) {
-        const id = `folder:${k}${SEP}${f}`;
+        const id = folderIdOf(k, f);
         this.pages.delete(id);
         this.folderMessages.delete(id);
         this.folderEdits.delete(id);
@@ -556,7 +563,7 @@ export class TreeModel {
       // (a peek on its way now reads stale, and a folder loaded earlier is peeked again).
       for (const f of ['messages', 'dead'] as const) {
         const id = this.folderId(e.namespace, e.queue, f);
-        this.folderEdits.set(id, (this.folderEdits.get(id) ?? 0) + 1);
+        this.edited(id);
         this.pages.delete(id);
       }
       return { root: true, nodes: [] };
@@ -573,7 +580,7 @@ export class TreeModel {
     const nodes: TreeNode[] = [];
     for (const f of foldersFor(e.kind)) {
       const id = this.folderId(e.namespace, e.queue, f);
-      this.folderEdits.set(id, (this.folderEdits.get(id) ?? 0) + 1);
+      this.edited(id);
       const page = this.pages.get(id);
       if (page) page.stale = true;
     }
