@@ -698,3 +698,11 @@ export function pathToUnencodable(root: unknown): string {
 }
 
 export const DEFAULT_PORT = 7433;
+
+/**
+ * The close code of a stopping emulator that had answered every request it ran on the connection:
+ * a request the client sent and got no answer to was not run, so it may be sent again (to the
+ * emulator that comes back). A stop that had to cut requests off mid-run closes with 1001 instead,
+ * and their outcome is unknown. (4000–4999 are for applications, RFC 6455 §7.4.2.)
+ */
+export const CLOSE_STOPPED_UNRUN = 4001;

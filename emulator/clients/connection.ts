@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import { QuaysideError, isCode } from '../errors';
-import { LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
+import { CLOSE_STOPPED_UNRUN, LIMITS, PROTOCOL_VERSION, type OpArgs, type OpName, type OpResult, type ServerEvent, type ServerFrame } from '../protocol';
 import { abortError, orAbort, whenAborted } from './abort';
 import { pause } from './common';
 import { Slots, mayBeHeld } from './slots';
@@ -23,6 +23,15 @@ interface Pending {
 
 /** How long close() waits for the answers of requests already sent (a stopping emulator's own bound). */
 const CLOSE_ANSWER_WAIT_MS = 500;
+
+/**
+ * How often one call is sent again after emulators stopped without running it (each time waiting,
+ * as any call does, up to the connect timeout for the next one): a bound, not a retry policy.
+ */
+const MAX_RESENDS = 3;
+
+/** The errors of calls a stopping emulator said it did not run (CLOSE_STOPPED_UNRUN): safe to send again. */
+const unrun = new WeakSet<object>();
 
 type State = 'idle' | 'connecting' | 'open' | 'closed';
 
@@ -167,7 +176,7 @@ export class Connection implements Transport {
         ws.removeAllListeners('close');
         ws.removeAllListeners('error');
         ws.on('message', (data) => this.onMessage(data.toString()));
-        ws.on('close', () => this.onClose(ws));
+        ws.on('close', (code) => this.onClose(ws, code));
         ws.on('error', () => {});
         this.watch(ws);
         const helloArgs: OpArgs<'hello'> = { version: PROTOCOL_VERSION, client: this.clientName };
@@ -228,11 +237,19 @@ export class Connection implements Transport {
     ws.once('close', () => clearInterval(timer));
   }
 
-  private onClose(ws: WebSocket): void {
+  private onClose(ws: WebSocket, code?: number): void {
     if (this.ws !== ws) return;
     this.ws = null;
     this.resetSlots();
-    const err = new QuaysideError('unavailable', this.cutReason ?? `lost the connection to the emulator at ${this.activeUrl ?? this.url}`);
+    const at = this.activeUrl ?? this.url;
+    let err: QuaysideError;
+    if (code === CLOSE_STOPPED_UNRUN && !this.cutReason) {
+      // The emulator stopped and answered all it ran first: what is unanswered changed nothing.
+      err = new QuaysideError('unavailable', `the emulator at ${at} stopped before it ran the call`);
+      unrun.add(err);
+    } else {
+      err = new QuaysideError('unavailable', this.cutReason ?? `lost the connection to the emulator at ${at}`);
+    }
     this.cutReason = null;
     this.failPending(err);
     if (this.state === 'closed') return;
@@ -386,8 +403,23 @@ export class Connection implements Transport {
     return this.waitingPulls.run(opts.signal, () => this.requestNow(op, args, opts, true));
   }
 
-  /** `held`: a pull the server may hold (see mayBeHeld), which close() cancels. */
+  /**
+   * `held`: a pull the server may hold (see mayBeHeld), which close() cancels. A call an emulator
+   * stopped without running goes to the next one, as a call made after the stop would.
+   */
   private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions, held: boolean): Promise<OpResult<K>> {
+    for (let resent = 0; ; resent++) {
+      try {
+        return await this.requestOnce(op, args, opts, held);
+      } catch (e) {
+        if (!unrun.has(e as object)) throw e;
+        if (this.state === 'closed') throw new QuaysideError('unavailable', 'connection closed');
+        if (resent >= MAX_RESENDS) throw e;
+      }
+    }
+  }
+
+  private async requestOnce<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions, held: boolean): Promise<OpResult<K>> {
     // Aborted while it waited for a slot or a connection: send() would add a listener too late.
     if (opts.signal?.aborted) throw abortError(opts.signal);
     // The socket may be closing (the emulator went away) before its close event has arrived:

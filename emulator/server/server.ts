@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Engine, ChangeBody } from '../engine/engine';
-import { LIMITS, type ChangeEvent, type ResponseFrame, type ServerEvent } from '../protocol';
+import { CLOSE_STOPPED_UNRUN, LIMITS, type ChangeEvent, type ResponseFrame, type ServerEvent } from '../protocol';
 import { hostAllowed, originAllowed } from './auth';
 import { Session, answerNotSent, dispatch, endSession, matches } from './dispatch';
 import { metricsText } from './metrics';
@@ -372,9 +372,12 @@ export class QuaysideServer {
     // resolves that its socket is going, so its next call dials the next emulator instead of
     // writing to this one. Clients that do not answer within the bound are cut off.
     const gone: Promise<void>[] = [];
-    for (const ws of this.sessions.keys()) {
+    for (const [ws, s] of this.sessions) {
       gone.push(new Promise<void>((r) => ws.once('close', () => r())));
-      ws.close(1001, 'the emulator is stopping');
+      // Every run of this connection answered, ahead of the close frame: whatever it sent and was
+      // not answered was not run, and the code says so, so its client may send it again.
+      if (s.inFlight === 0) ws.close(CLOSE_STOPPED_UNRUN, 'the emulator is stopping; requests not answered were not run');
+      else ws.close(1001, 'the emulator is stopping');
     }
     await Promise.race([Promise.all(gone), new Promise<void>((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref())]);
     for (const ws of this.sessions.keys()) ws.terminate();

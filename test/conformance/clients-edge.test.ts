@@ -163,6 +163,80 @@ describe('clients: the emulator restarts under them', function () {
     }
   });
 
+  it('calls on the wire that a stopping emulator did not run go to the emulator that comes back, each applied once', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
+    let emu = await startTestEmulator({ memory: false, dataDir: dir });
+    const cache = createCache({ url: emu.url, token: emu.token, namespace: fresh('ns') });
+    const q = remote.queue({ url: emu.url, token: emu.token, id: fresh('jobs') });
+    try {
+      const c = cache.queue('q');
+      await c.push({ n: 0 });
+      const [pulled] = await c.pull({ max: 1 });
+      await q.send({ data: 'first' });
+      const outcome = (p: Promise<unknown>) => p.then((v) => ({ ok: v }), (e: QuaysideError) => ({ failed: `${e.code}: ${e.message}` }));
+      // Written to the socket in the turn the stop begins: the emulator reads them only once it is
+      // stopping, so it runs none of them. Before, each failed "lost the connection".
+      const calls = [...Array.from({ length: 20 }, (_, i) => outcome(c.push({ n: i + 1 }))), outcome(c.ack(pulled.receipt)), outcome(q.send({ data: 'second' }))];
+      const closing = emu.close();
+      calls.push(outcome(c.push({ n: 21 }))); // made after the stop began, as before
+      await closing;
+      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      const results = await Promise.all(calls);
+      for (const r of results) assert.ok('ok' in r, `every call was answered by the new emulator: ${JSON.stringify(r)}`);
+      assert.equal((results[20] as { ok: unknown }).ok, true, 'the ack of a lease held across the restart applies');
+      const stats = await c.stats();
+      assert.equal(stats.ready, 21, '21 pushes, each applied once');
+      assert.equal(stats.inFlight, 0);
+      assert.deepEqual(await q.stats(), { ready: 2, delayed: 0, inFlight: 0, dlq: 0 });
+    } finally {
+      await q.close();
+      await cache.close();
+      await emu.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a call the stop cut off mid-run (close code 1001) fails unavailable and is not sent again; with no emulator back, a call not run fails within the connect timeout', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
+    let emu = await startTestEmulator({ memory: false, dataDir: dir });
+    const conn = new Connection({ url: emu.url, token: emu.token, connectTimeoutMs: 300 });
+    const ns = fresh('ns');
+    try {
+      await conn.request('queue.create', { namespace: ns, queue: 'q', dialect: 'cache' });
+      // A push that is still running when the stop's 500 ms are up: its outcome is unknown.
+      const engine = emu.engine as unknown as { push: (...a: unknown[]) => Promise<unknown> };
+      let running!: () => void;
+      const started = new Promise<void>((r) => (running = r));
+      engine.push = () => {
+        running();
+        return new Promise(() => {});
+      };
+      const cut = conn.request('push', { namespace: ns, queue: 'q', body: 1 }).then(() => null, (e: QuaysideError) => e);
+      await started;
+      await emu.close();
+      const e = await cut;
+      assert.ok(e instanceof QuaysideError);
+      assert.equal(e.code, 'unavailable');
+      assert.match(e.message, /lost the connection/);
+      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      const { counts } = await emu.engine.getQueue({ namespace: ns, queue: 'q' });
+      assert.equal(counts.ready, 0, 'the cut-off push was not sent again');
+      await conn.request('queue.get', { namespace: ns, queue: 'q' }); // connected again
+      // Not run, and nobody comes back: it waits for an emulator as a new call would, then fails.
+      const lone = conn.request('queue.get', { namespace: ns, queue: 'q' }).then(() => null, (e: QuaysideError) => e);
+      await emu.close();
+      const e2 = await lone;
+      assert.ok(e2 instanceof QuaysideError);
+      assert.equal(e2.code, 'unavailable');
+      assert.match(e2.message, /cannot reach the emulator/, 'it was sent again, to no one');
+      assert.equal(pendingOf(conn), 0);
+    } finally {
+      await conn.close();
+      await emu.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a wait the emulator ends by stopping fails unavailable, as a lost connection does; it never passes for "nothing came"', async () => {
     const emu = await startTestEmulator();
     const q = remote.queue({ url: emu.url, token: emu.token, id: fresh('jobs') });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { startEmulator, type VirtualEmulator } from '../../emulator/emulator';
 import { Connection } from '../../emulator/clients/connection';
-import { LIMITS, type ChangeEvent, type ResponseFrame, type ServerEvent, type ServerFrame } from '../../emulator/protocol';
+import { CLOSE_STOPPED_UNRUN, LIMITS, type ChangeEvent, type ResponseFrame, type ServerEvent, type ServerFrame } from '../../emulator/protocol';
 import { rejects } from '../helpers';
 import { until } from '../conformance/support';
 
@@ -641,7 +641,7 @@ describe('startEmulator', () => {
 });
 
 describe('stopping the emulator', () => {
-  it('a request running when close() starts is answered before the close frame; frames after it are not run', async () => {
+  it('a request running when close() starts is answered before the close frame; frames after it are not run, and the close code says so', async () => {
     const fs = await import('node:fs');
     const os = await import('node:os');
     const path = await import('node:path');
@@ -666,7 +666,8 @@ describe('stopping the emulator', () => {
       };
       const closed = new Promise<number>((r) => c.ws.once('close', (code) => r(code)));
       for (let i = 0; i < 5; i++) c.send({ id: 10 + i, op: 'push', args: { namespace: 'n', queue: 'q', body: i } });
-      assert.equal(await closed, 1001);
+      // Every run answered: the code tells the client that what it has no answer to was not run.
+      assert.equal(await closed, CLOSE_STOPPED_UNRUN);
       await closing;
       const answered = c.frames.filter((f) => 'id' in f && typeof f.id === 'number' && f.id >= 10 && f.ok);
       // close() marks the server closing before it first waits, so the four frames behind the
