@@ -33,6 +33,17 @@ const MAX_RESENDS = 3;
 /** The errors of calls a stopping emulator said it did not run (CLOSE_STOPPED_UNRUN): safe to send again. */
 const unrun = new WeakSet<object>();
 
+/** A request as JSON text, encoded when the call was made under its own id. */
+interface Encoded {
+  id: number;
+  text: string;
+}
+
+/** The same request under another id (sent again: ids on a connection are never reused). */
+function retag(f: Encoded, id: number): Encoded {
+  return { id, text: `{"id":${id}${f.text.slice(`{"id":${f.id}`.length)}` };
+}
+
 type State = 'idle' | 'connecting' | 'open' | 'closed';
 
 /**
@@ -181,7 +192,7 @@ export class Connection implements Transport {
         this.watch(ws);
         const helloArgs: OpArgs<'hello'> = { version: PROTOCOL_VERSION, client: this.clientName };
         if (token) helloArgs.token = token;
-        this.send('hello', helloArgs)
+        this.send(this.encode('hello', helloArgs))
           .then((info) => {
             if (settled) return;
             if (this.state === 'closed') return fail(new QuaysideError('unavailable', 'connection closed'));
@@ -324,20 +335,19 @@ export class Connection implements Transport {
     if (this.pending.size === 0) this.drained?.();
   }
 
+  /** Encoded before anything is registered, so an unencodable body leaves nothing pending. */
+  private encode(op: OpName, args: unknown): Encoded {
+    const id = this.nextId++;
+    return { id, text: encodeRequest(id, op, args) };
+  }
+
   /** Send on the open socket (used for hello before the state is `open`). */
-  private send(op: OpName, args: unknown, signal?: AbortSignal, held = false, onSent?: () => void): Promise<unknown> {
+  private send(frame: Encoded, signal?: AbortSignal, held = false, onSent?: () => void): Promise<unknown> {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
       return Promise.reject(new QuaysideError('unavailable', `not connected to the emulator at ${this.activeUrl ?? this.url}`));
     }
-    const id = this.nextId++;
-    let text: string;
-    try {
-      // Encode before registering anything, so an unencodable body leaves nothing pending.
-      text = encodeRequest(id, op, args);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    const { id, text } = frame;
     return new Promise((resolve, reject) => {
       let sent = false;
       let stopListening: (() => void) | null = null;
@@ -398,19 +408,22 @@ export class Connection implements Transport {
 
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
     if (opts.signal?.aborted) throw abortError(opts.signal);
-    if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts, false);
+    // Encoded now, though it may wait for a connection or a turn: what the caller changes in its
+    // objects after the call (a body it reuses) is not what gets sent, as with a product's SDK.
+    const frame = this.encode(op, args);
+    if (!mayBeHeld(op, args)) return this.requestNow<K>(frame, opts, false);
     // Past the waiting pulls the server holds for one connection, a pull waits here for its turn.
-    return this.waitingPulls.run(opts.signal, () => this.requestNow(op, args, opts, true));
+    return this.waitingPulls.run(opts.signal, () => this.requestNow<K>(frame, opts, true));
   }
 
   /**
    * `held`: a pull the server may hold (see mayBeHeld), which close() cancels. A call an emulator
    * stopped without running goes to the next one, as a call made after the stop would.
    */
-  private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions, held: boolean): Promise<OpResult<K>> {
+  private async requestNow<K extends OpName>(frame: Encoded, opts: RequestOptions, held: boolean): Promise<OpResult<K>> {
     for (let resent = 0; ; resent++) {
       try {
-        return await this.requestOnce(op, args, opts, held);
+        return (await this.requestOnce(resent === 0 ? frame : retag(frame, this.nextId++), opts, held)) as OpResult<K>;
       } catch (e) {
         if (!unrun.has(e as object)) throw e;
         if (this.state === 'closed') throw new QuaysideError('unavailable', 'connection closed');
@@ -419,7 +432,7 @@ export class Connection implements Transport {
     }
   }
 
-  private async requestOnce<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions, held: boolean): Promise<OpResult<K>> {
+  private async requestOnce(frame: Encoded, opts: RequestOptions, held: boolean): Promise<unknown> {
     // Aborted while it waited for a slot or a connection: send() would add a listener too late.
     if (opts.signal?.aborted) throw abortError(opts.signal);
     // The socket may be closing (the emulator went away) before its close event has arrived:
@@ -433,7 +446,7 @@ export class Connection implements Transport {
       await this.openWithin(this.connectTimeoutMs, opts.signal);
       if (opts.signal?.aborted) throw abortError(opts.signal);
     }
-    return (await this.send(op, args, opts.signal, held, opts.onSent)) as OpResult<K>;
+    return this.send(frame, opts.signal, held, opts.onSent);
   }
 
   /** Keep trying to (re)connect for up to `ms`, so a request rides out an emulator restart. */

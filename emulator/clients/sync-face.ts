@@ -510,7 +510,15 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
         }
         jsonValue(o.meta, 'meta');
       }
+      // What is sent is the data as it is at the call, though the schema's check (or, below, the
+      // queue's set-up) takes turns first: a caller may change or reuse its objects once it called.
+      let taken: { data: T; meta?: unknown } = o;
       if (schema) {
+        try {
+          taken = JSON.parse(argsJson('send', { data: o.data, meta: o.meta })) as typeof taken;
+        } catch (e) {
+          throw sendError(e);
+        }
         // Validated at send. What is stored is the data as sent (the schema's input): the receiver
         // parses it again, so a transforming schema runs once, on the consumer's side.
         try {
@@ -524,13 +532,13 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       const dedupeKey = optKey(o.idempotencyKey, 'idempotencyKey');
       const orderingKey = optKey(o.orderingKey, 'orderingKey');
       const s = site(o.tenantId);
-      const args = { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta };
+      let args = { ...s.ref, body: taken.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: taken.meta };
       // Data JSON cannot carry is refused before the first use sets up the queue (creates it, writes
       // this handle's settings), so such a send changes nothing. Synchronous: calls made together
-      // still reach the emulator in the order they were made.
+      // still reach the emulator in the order they were made. What was encoded is what is sent.
       if (!s.ready) {
         try {
-          argsJson('push', args);
+          args = JSON.parse(argsJson('push', args)) as typeof args;
         } catch (e) {
           throw sendError(e);
         }

@@ -49,13 +49,23 @@ export class LocalTransport implements Transport {
 
   async request<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions = {}): Promise<OpResult<K>> {
     if (opts.signal?.aborted) throw abortError(opts.signal);
-    if (!mayBeHeld(op, args)) return this.requestNow(op, args, opts, false);
+    // The args as the server would see them off the socket, encoded now: a BigInt or a cycle is
+    // invalid_argument, a request larger than a frame is refused as over the network, and what the
+    // caller changes in its objects after the call is not what the engine gets.
+    return this.requestEncoded<K>(op, encodeRequest(0, op, args), opts);
+  }
+
+  /** A request as encodeRequest() wrote it when it was made (sharedTransport may bring it again). */
+  async requestEncoded<K extends OpName>(op: K, text: string, opts: RequestOptions = {}): Promise<OpResult<K>> {
+    if (opts.signal?.aborted) throw abortError(opts.signal);
+    const frame = JSON.parse(text) as { id: number; op: string; args?: unknown };
+    if (!mayBeHeld(op, frame.args as OpArgs<K>)) return this.requestNow<K>(frame, opts, false);
     // Past the waiting pulls the server holds for one connection, a pull waits here for its turn.
-    return this.waitingPulls.run(opts.signal, () => this.requestNow(op, args, opts, true));
+    return this.waitingPulls.run(opts.signal, () => this.requestNow<K>(frame, opts, true));
   }
 
   /** `holds`: a pull the session may hold (see mayBeHeld), which keeps the process alive while it waits. */
-  private async requestNow<K extends OpName>(op: K, args: OpArgs<K>, opts: RequestOptions, holds: boolean): Promise<OpResult<K>> {
+  private async requestNow<K extends OpName>(frame: { id: number; op: string; args?: unknown }, opts: RequestOptions, holds: boolean): Promise<OpResult<K>> {
     const signal = opts.signal;
     if (signal?.aborted) throw abortError(signal);
     if (this.closed) throw notSent();
@@ -63,10 +73,7 @@ export class LocalTransport implements Transport {
     // Closed while waiting for hello: nothing may reach the engine on an ended session.
     if (this.closed) throw notSent();
     if (signal?.aborted) throw abortError(signal);
-    const id = this.nextId++;
-    // The args as the server would see them off the socket: a BigInt or a cycle is invalid_argument,
-    // and a request larger than a frame is refused as it would be over the network.
-    const frame = JSON.parse(encodeRequest(id, op, args)) as { id: number; op: string; args?: unknown };
+    const id = (frame.id = this.nextId++);
     opts.onSent?.();
     const answer = dispatch(this.engine, this.session, frame);
     return new Promise<OpResult<K>>((resolve, reject) => {
@@ -232,10 +239,13 @@ function sharedSession(): LocalTransport {
 const sharedTransport: Transport = {
   async request(op, args, opts) {
     // A reset that came before the call reached the engine (it waited for its turn): the fresh
-    // engine takes it, as a quayside/sync call made while the emulator restarts goes once it is back.
+    // engine takes it, as a quayside/sync call made while the emulator restarts goes once it is back,
+    // as it was when the call was made.
+    if (opts?.signal?.aborted) throw abortError(opts.signal);
+    const text = encodeRequest(0, op, args);
     for (;;) {
       try {
-        return await sharedSession().request(op, args, opts);
+        return await sharedSession().requestEncoded(op, text, opts);
       } catch (e) {
         if (!unsent.has(e as Error)) throw e;
       }

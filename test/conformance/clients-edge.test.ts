@@ -15,6 +15,7 @@ import { fresh, readOnlyToken, rejects, startTestEmulator, until } from './suppo
 import { gc } from '../helpers';
 import { QuaysideError } from '../../emulator/errors';
 import { optMs, optSeconds } from '../../emulator/clients/common';
+import { envNamespace } from '../../emulator/http/env-naming';
 
 // Client edge cases: environment read at connect time (not when the client is built), bodies JSON
 // cannot carry, and read operations of a sync handle with a read-only token.
@@ -556,6 +557,57 @@ describe('clients: aborting a call', function () {
       await q.close();
       await fresher.close();
       await conn.close();
+    }
+  });
+});
+
+describe('clients: a body is taken as it is when the call is made', function () {
+  it('a body the caller changes right after the call is sent as it was, though the call waited for a connection, a queue or a schema (every face, over the emulator and in memory)', async () => {
+    const emu = await startTestEmulator();
+    const ns = fresh('taken');
+    // Each send is a first call (its client dials, a sync handle makes its queue first) or waits on
+    // a schema: the body changes in the turn the call was made. Before, each sent { n: 2 }.
+    const cache = createCache({ url: emu.url, token: emu.token, namespace: ns });
+    const env = createEnv({ url: emu.url, token: emu.token, project: fresh('p'), environment: 'dev' });
+    const syncRemote = remote.queue({ url: emu.url, token: emu.token, id: fresh('jobs') });
+    const schema = { parse: async (v: unknown) => v };
+    const syncSchema = remote.queue({ url: emu.url, token: emu.token, id: fresh('jobs'), schema });
+    const mem = memory.createMemoryQueues();
+    const memQ = memory.queue({ id: fresh('jobs'), memory: mem });
+    const memSchema = memory.queue({ id: fresh('jobs'), memory: mem, schema });
+    const made = async (send: (body: { n: number }) => Promise<unknown>) => {
+      const body = { n: 1 };
+      const p = send(body);
+      body.n = 2;
+      await p;
+    };
+    try {
+      const envNs = envNamespace(env.project, env.environment);
+      await emu.engine.createQueue({ namespace: envNs, queue: 'orders', dialect: 'env' });
+      await made((b) => cache.queue('q').push(b));
+      const env2 = createEnv({ url: emu.url, token: emu.token, project: env.project, environment: 'dev' });
+      await made((b) => env2.queue.send('orders', b));
+      await made((b) => env.queue.sendBatch('orders', [{ body: b }]));
+      await made((b) => syncRemote.send({ data: b }));
+      await made((b) => syncSchema.send({ data: b }));
+      await made((b) => memQ.send({ data: b }));
+      await made((b) => memQ.send({ data: b })); // its queue made: the in-process transport's own turn
+      await made((b) => memSchema.send({ data: b }));
+      const bodies = [
+        (await cache.queue('q').pull())[0].body,
+        ...(await emu.engine.peek({ namespace: envNs, queue: 'orders' })).messages.map((m) => m.body),
+        (await syncRemote.recv({ wait: false }))!.data,
+        (await syncSchema.recv({ wait: false }))!.data,
+        (await memQ.recv({ wait: false }))!.data,
+        (await memQ.recv({ wait: false }))!.data,
+        (await memSchema.recv({ wait: false }))!.data,
+      ];
+      assert.deepEqual(bodies, [{ n: 1 }, { n: 1 }, { n: 1 }, { n: 1 }, { n: 1 }, { n: 1 }, { n: 1 }, { n: 1 }]);
+      await env2.close();
+    } finally {
+      await Promise.all([cache.close(), env.close(), syncRemote.close(), syncSchema.close(), memQ.close(), memSchema.close()]);
+      await mem.close();
+      await emu.close();
     }
   });
 });
