@@ -33,6 +33,14 @@ const MAX_RESENDS = 3;
 /** The errors of calls a stopping emulator said it did not run (CLOSE_STOPPED_UNRUN): safe to send again. */
 const unrun = new WeakSet<object>();
 
+/**
+ * Ops that make or name state of one connection (its session, subscriptions, consumer attachments,
+ * held requests): sent again on another connection they would act on something else, such as the
+ * subscription that took the same id there. Never sent again; whoever made that state makes it
+ * again on reconnect (onReconnect).
+ */
+const CONNECTION_OPS: ReadonlySet<OpName> = new Set<OpName>(['hello', 'subscribe', 'unsubscribe', 'consumer.attach', 'consumer.done', 'consumer.detach', 'cancel']);
+
 /** A request as JSON text, encoded when the call was made under its own id. */
 interface Encoded {
   id: number;
@@ -75,6 +83,8 @@ export class Connection implements Transport {
   private reconnectListeners = new Set<() => void>();
   private reconnectFailedListeners = new Set<(error: unknown) => void>();
   private everOpened = false;
+  /** Whether the socket holds the process open now (see holdProcess). */
+  private holding = true;
   private retryTimer: NodeJS.Timeout | null = null;
   private backoffMs = 50;
   /**
@@ -184,6 +194,7 @@ export class Connection implements Transport {
         if (this.state === 'closed') return fail(new QuaysideError('unavailable', 'connection closed'));
         if (this.dialling === ws) this.dialling = null;
         this.ws = ws;
+        this.holding = true; // a socket holds the process until told otherwise
         ws.removeAllListeners('close');
         ws.removeAllListeners('error');
         ws.on('message', (data) => this.onMessage(data.toString()));
@@ -326,13 +337,30 @@ export class Connection implements Transport {
       p.reject(err);
     }
     this.pending.clear();
+    this.holdProcess();
     this.drained?.();
   }
 
   /** Drops a request that has its outcome; the last one a closing connection waited for ends the wait. */
   private forget(id: number): void {
     this.pending.delete(id);
+    this.holdProcess();
     if (this.pending.size === 0) this.drained?.();
+  }
+
+  /**
+   * The socket keeps the process alive only while something waits on it: a request, a consumer or
+   * a subscription. An idle one does not, so a script that pushed and is done exits without a
+   * close(), as it would with the products' own SDKs (an HTTP client's idle sockets hold nothing).
+   */
+  private holdProcess(): void {
+    const sock = socketOf(this.ws);
+    if (!sock) return;
+    const hold = this.pending.size > 0 || this.eventListeners.size > 0 || this.reconnectListeners.size > 0;
+    if (hold === this.holding) return;
+    this.holding = hold;
+    if (hold) sock.ref();
+    else sock.unref();
   }
 
   /** Encoded before anything is registered, so an unencodable body leaves nothing pending. */
@@ -354,6 +382,7 @@ export class Connection implements Transport {
       const cleanup = () => stopListening?.();
       const entry: Pending = { resolve, reject, cleanup };
       this.pending.set(id, entry);
+      this.holdProcess();
       if (signal) {
         // An abandoned held request is cancelled on the server, so it leases nothing for us.
         stopListening = whenAborted(signal, () => {
@@ -411,21 +440,22 @@ export class Connection implements Transport {
     // Encoded now, though it may wait for a connection or a turn: what the caller changes in its
     // objects after the call (a body it reuses) is not what gets sent, as with a product's SDK.
     const frame = this.encode(op, args);
-    if (!mayBeHeld(op, args)) return this.requestNow<K>(frame, opts, false);
+    const again = !CONNECTION_OPS.has(op);
+    if (!mayBeHeld(op, args)) return this.requestNow<K>(frame, opts, false, again);
     // Past the waiting pulls the server holds for one connection, a pull waits here for its turn.
-    return this.waitingPulls.run(opts.signal, () => this.requestNow<K>(frame, opts, true));
+    return this.waitingPulls.run(opts.signal, () => this.requestNow<K>(frame, opts, true, again));
   }
 
   /**
    * `held`: a pull the server may hold (see mayBeHeld), which close() cancels. A call an emulator
    * stopped without running goes to the next one, as a call made after the stop would.
    */
-  private async requestNow<K extends OpName>(frame: Encoded, opts: RequestOptions, held: boolean): Promise<OpResult<K>> {
+  private async requestNow<K extends OpName>(frame: Encoded, opts: RequestOptions, held: boolean, again: boolean): Promise<OpResult<K>> {
     for (let resent = 0; ; resent++) {
       try {
         return (await this.requestOnce(resent === 0 ? frame : retag(frame, this.nextId++), opts, held)) as OpResult<K>;
       } catch (e) {
-        if (!unrun.has(e as object)) throw e;
+        if (!again || !unrun.has(e as object)) throw e;
         if (this.state === 'closed') throw new QuaysideError('unavailable', 'connection closed');
         if (resent >= MAX_RESENDS) throw e;
       }
@@ -439,7 +469,8 @@ export class Connection implements Transport {
     // treat it as lost now, so this request reconnects instead of failing.
     const ws = this.ws;
     if (this.state === 'open' && ws && ws.readyState !== WebSocket.OPEN) {
-      this.onClose(ws);
+      // Its close frame may be in (an answer and the close often come in one read): keep its code.
+      this.onClose(ws, closeCodeOf(ws));
       ws.terminate();
     }
     if (this.state !== 'open') {
@@ -471,12 +502,20 @@ export class Connection implements Transport {
 
   onEvent(listener: (event: ServerEvent) => void): () => void {
     this.eventListeners.add(listener);
-    return () => this.eventListeners.delete(listener);
+    this.holdProcess();
+    return () => {
+      this.eventListeners.delete(listener);
+      this.holdProcess();
+    };
   }
 
   onReconnect(listener: () => void): () => void {
     this.reconnectListeners.add(listener);
-    return () => this.reconnectListeners.delete(listener);
+    this.holdProcess();
+    return () => {
+      this.reconnectListeners.delete(listener);
+      this.holdProcess();
+    };
   }
 
   onReconnectFailed(listener: (error: unknown) => void): () => void {
@@ -554,4 +593,14 @@ export async function connect(opts: ConnectionOptions = {}): Promise<Connection>
   const c = new Connection(opts);
   await c.open();
   return c;
+}
+
+/** The TCP socket under a ws connection (ws does not expose it publicly). */
+function socketOf(ws: WebSocket | null): import('node:net').Socket | undefined {
+  return (ws as unknown as { _socket?: import('node:net').Socket } | null)?._socket;
+}
+
+/** The code of the close frame a socket received, before its 'close' event reports it (ws keeps it privately). */
+function closeCodeOf(ws: WebSocket): number | undefined {
+  return (ws as unknown as { _closeFrameReceived?: boolean; _closeCode?: number })._closeFrameReceived ? (ws as unknown as { _closeCode: number })._closeCode : undefined;
 }

@@ -510,33 +510,19 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
         }
         jsonValue(o.meta, 'meta');
       }
-      // What is sent is the data as it is at the call, though the schema's check (or, below, the
-      // queue's set-up) takes turns first: a caller may change or reuse its objects once it called.
-      let taken: { data: T; meta?: unknown } = o;
-      if (schema) {
-        try {
-          taken = JSON.parse(argsJson('send', { data: o.data, meta: o.meta })) as typeof taken;
-        } catch (e) {
-          throw sendError(e);
-        }
-        // Validated at send. What is stored is the data as sent (the schema's input): the receiver
-        // parses it again, so a transforming schema runs once, on the consumer's side.
-        try {
-          await schema.parse(o.data);
-        } catch (e) {
-          throw new QuaysideError('invalid_argument', `data does not match this handle's schema: ${errorText(e) ?? 'parse() threw'}; nothing was sent`, { details: { field: 'data' }, cause: e });
-        }
-      }
+      // Everything below up to the schema's check runs in the turn of the call, so it reads the
+      // caller's objects as they are then: they may change or be reused once it has called.
       const delayMs = optMs(o.delayMs, 'delayMs');
       const dedupeTtlMs = optMs(o.idempotencyTtlMs, 'idempotencyTtlMs', { min: 1, max: 365 * DAY }) ?? own.dedupeTtlMs;
       const dedupeKey = optKey(o.idempotencyKey, 'idempotencyKey');
       const orderingKey = optKey(o.orderingKey, 'orderingKey');
       const s = site(o.tenantId);
-      let args = { ...s.ref, body: taken.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: taken.meta };
+      let args = { ...s.ref, body: o.data, delayMs, dedupeKey, dedupeTtlMs, orderingKey, meta: o.meta };
       // Data JSON cannot carry is refused before the first use sets up the queue (creates it, writes
       // this handle's settings), so such a send changes nothing. Synchronous: calls made together
-      // still reach the emulator in the order they were made. What was encoded is what is sent.
-      if (!s.ready) {
+      // still reach the emulator in the order they were made. Where the request goes out only after
+      // a wait (that set-up, the schema's check), what is sent is what was encoded here.
+      if (!s.ready || schema) {
         try {
           args = JSON.parse(argsJson('push', args)) as typeof args;
         } catch (e) {
@@ -552,6 +538,15 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
           // not JSON-serialisable: the request's encoding names the field
         }
         if (size > mine) throw new QuaysideError('payload_too_large', `send: the message is ${size} bytes as stored (${ENVELOPE}), over this handle's payloadBytes (${mine})`, { details: { size, limit: mine } });
+      }
+      if (schema) {
+        // Validated at send. What is stored is the data as sent (the schema's input): the receiver
+        // parses it again, so a transforming schema runs once, on the consumer's side.
+        try {
+          await schema.parse(o.data);
+        } catch (e) {
+          throw new QuaysideError('invalid_argument', `data does not match this handle's schema: ${errorText(e) ?? 'parse() threw'}; nothing was sent`, { details: { field: 'data' }, cause: e });
+        }
       }
       try {
         const r = await onQueue(s, 'send', () => transport.request('push', args), true);

@@ -238,6 +238,75 @@ describe('clients: the emulator restarts under them', function () {
     }
   });
 
+  it('a call made once the stop closed the socket, before its close event, still leaves the calls not run to be sent again', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
+    let emu = await startTestEmulator({ memory: false, dataDir: dir });
+    const conn = new Connection({ url: emu.url, token: emu.token });
+    const ns = fresh('ns');
+    try {
+      await conn.request('queue.create', { namespace: ns, queue: 'q', dialect: 'cache' });
+      // The socket's close event is held back, as when an answer and the close frame come in one
+      // read and the caller makes its next call at once: that call finds the socket closed first.
+      const ws = (conn as unknown as { ws: WebSocket }).ws;
+      const emit = ws.emit.bind(ws);
+      let closedNow!: () => void;
+      const closed = new Promise<void>((r) => (closedNow = r));
+      let heldClose: unknown[] | null = null;
+      ws.emit = ((event: string, ...a: unknown[]) => {
+        if (event !== 'close') return emit(event, ...a);
+        heldClose = a;
+        closedNow();
+        return true;
+      }) as typeof ws.emit;
+      const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: QuaysideError) => `${e.code}: ${e.message}`);
+      const closing = emu.close();
+      const unrun = outcome(conn.request('push', { namespace: ns, queue: 'q', body: 'unrun' }));
+      await closed;
+      const late = outcome(conn.request('push', { namespace: ns, queue: 'q', body: 'late' }));
+      emit('close', ...heldClose!);
+      await closing;
+      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      // Before, the late call closed the socket with no code, and the unrun push failed "lost the connection".
+      assert.deepEqual({ unrun: await unrun, late: await late }, { unrun: 'ok', late: 'ok' });
+      const { counts } = await emu.engine.getQueue({ namespace: ns, queue: 'q' });
+      assert.equal(counts.ready, 2);
+    } finally {
+      await conn.close();
+      await emu.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('calls that make or name state of the connection (subscribe, unsubscribe, consumer attach) are not sent again on another: they fail unavailable', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
+    let emu = await startTestEmulator({ memory: false, dataDir: dir });
+    const conn = new Connection({ url: emu.url, token: emu.token });
+    const ns = fresh('ns');
+    try {
+      await conn.request('queue.create', { namespace: ns, queue: 'q', dialect: 'env' });
+      await conn.request('consumer.set', { namespace: ns, queue: 'q', consumer: { appId: 'app' } });
+      const { subscription } = await conn.request('subscribe', { namespace: ns });
+      const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: QuaysideError) => e.code);
+      // On another connection, subscription ids start again: this unsubscribe would end whatever
+      // took the same id there (a re-subscription made on reconnect), and an attach would attach twice.
+      const closing = emu.close();
+      const calls = {
+        unsubscribe: outcome(conn.request('unsubscribe', { subscription })),
+        subscribe: outcome(conn.request('subscribe', { namespace: ns })),
+        attach: outcome(conn.request('consumer.attach', { namespace: ns, queue: 'q', appId: 'app' })),
+        push: outcome(conn.request('push', { namespace: ns, queue: 'q', body: 1 })),
+      };
+      await closing;
+      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      const got = Object.fromEntries(await Promise.all(Object.entries(calls).map(async ([k, p]) => [k, await p])));
+      assert.deepEqual(got, { unsubscribe: 'unavailable', subscribe: 'unavailable', attach: 'unavailable', push: 'ok' });
+    } finally {
+      await conn.close();
+      await emu.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a wait the emulator ends by stopping fails unavailable, as a lost connection does; it never passes for "nothing came"', async () => {
     const emu = await startTestEmulator();
     const q = remote.queue({ url: emu.url, token: emu.token, id: fresh('jobs') });
@@ -593,6 +662,14 @@ describe('clients: a body is taken as it is when the call is made', function () 
       await made((b) => memQ.send({ data: b }));
       await made((b) => memQ.send({ data: b })); // its queue made: the in-process transport's own turn
       await made((b) => memSchema.send({ data: b }));
+      // The handle's own size bound is checked on what is sent, not on what the body became.
+      const bounded = memory.queue({ id: fresh('jobs'), memory: mem, schema, limits: { payloadBytes: 200 } });
+      const small = { s: 'small' };
+      const sent = bounded.send({ data: small });
+      small.s = 'x'.repeat(1000);
+      await sent;
+      assert.deepEqual((await bounded.recv({ wait: false }))!.data, { s: 'small' });
+      await bounded.close();
       const bodies = [
         (await cache.queue('q').pull())[0].body,
         ...(await emu.engine.peek({ namespace: envNs, queue: 'orders' })).messages.map((m) => m.body),
