@@ -338,8 +338,10 @@ export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } 
     if (dropped || stopped) return;
     dropped = true;
     consumerId = null;
-    // Nothing will be attached again: no reason left to keep the process alive through reconnects.
+    // Nothing will be attached again, and nothing delivered: no reason left to keep the process
+    // alive, through reconnects or on the connection (its listeners hold it).
     forgetReconnects();
+    offEvent();
     onError(
       reason === 'token_changed'
         ? new QuaysideError('forbidden', `the connection's token changed to one that may not consume queue "${slug}": no more batches will come`)

@@ -541,9 +541,11 @@ export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueue
       }
       if (schema) {
         // Validated at send. What is stored is the data as sent (the schema's input): the receiver
-        // parses it again, so a transforming schema runs once, on the consumer's side.
+        // parses it again, so a transforming schema runs once, on the consumer's side. It checks
+        // the data as taken and stored, in the JSON form recv will parse, so a parse that takes
+        // turns cannot pass a body the caller changed meanwhile while the old one is stored.
         try {
-          await schema.parse(o.data);
+          await schema.parse(args.body);
         } catch (e) {
           throw new QuaysideError('invalid_argument', `data does not match this handle's schema: ${errorText(e) ?? 'parse() threw'}; nothing was sent`, { details: { field: 'data' }, cause: e });
         }

@@ -670,6 +670,24 @@ describe('clients: a body is taken as it is when the call is made', function () 
       await sent;
       assert.deepEqual((await bounded.recv({ wait: false }))!.data, { s: 'small' });
       await bounded.close();
+      // A schema whose parse takes turns checks the body as taken: the check and what is stored agree.
+      const slowCheck = { parse: async (v: unknown) => {
+        await new Promise((r) => setImmediate(r));
+        if ((v as { n: number }).n < 0) throw new Error('n must be >= 0');
+        return v;
+      } };
+      const checked = memory.queue({ id: fresh('jobs'), memory: mem, schema: slowCheck });
+      const bad = { n: -1 };
+      const refused = checked.send({ data: bad }).then(() => 'sent', (e: QuaysideError) => e.code);
+      bad.n = 1;
+      assert.equal(await refused, 'invalid_argument');
+      const good = { n: 1 };
+      const accepted = checked.send({ data: good });
+      good.n = -1;
+      await accepted;
+      assert.deepEqual((await checked.recv({ wait: false }))!.data, { n: 1 });
+      assert.deepEqual(await checked.stats(), { ready: 0, delayed: 0, inFlight: 1, dlq: 0 });
+      await checked.close();
       const bodies = [
         (await cache.queue('q').pull())[0].body,
         ...(await emu.engine.peek({ namespace: envNs, queue: 'orders' })).messages.map((m) => m.body),

@@ -38,6 +38,13 @@ function heldPulls(emu: Emu): number {
   return n;
 }
 
+/** Push consumers attached to the engine (private; read only to know that a child's runConsumer is in). */
+function attached(emu: Emu): number {
+  let n = 0;
+  for (const q of (emu.engine as unknown as { consumers: { byQueue: Map<number, { attachments: unknown[] }> } }).consumers.byQueue.values()) n += q.attachments.length;
+  return n;
+}
+
 describe('clients in a script of their own', function () {
   this.timeout(90_000);
   let emu: Emu;
@@ -90,6 +97,22 @@ describe('clients in a script of their own', function () {
     await cache.close();
     await s.close();
     assert.deepEqual([r.out.split('\n'), r.code], [['consumed one', 'received two true'], 0]);
+  });
+
+  it('a runConsumer whose queue is deleted lets the process end: it will get nothing more', async () => {
+    const project = fresh('p');
+    const ns = envNamespace(project, 'dev');
+    await emu.engine.createQueue({ namespace: ns, queue: 'orders', dialect: 'env' });
+    const before = attached(emu);
+    const child = runScript(emu, `
+      await runConsumer({ async queue() {} }, { project: ${JSON.stringify(project)}, environment: 'dev', queue: 'orders',
+        onError: (e) => console.log('onError', e.code) });
+      console.log('running');`);
+    await until(() => attached(emu) > before, 'the consumer to attach', 15_000);
+    await emu.engine.deleteQueue({ namespace: ns, queue: 'orders' });
+    const r = await child;
+    // Before, its event listener held the socket: the process waited for ever (killed: code null).
+    assert.deepEqual([r.out.split('\n'), r.code], [['running', 'onError not_found'], 0]);
   });
 
   it('a runConsumer holds the process until it is stopped', async () => {
