@@ -137,6 +137,35 @@ describe('clients: QUAYSIDE_URL / QUAYSIDE_TOKEN are read when a client connects
   });
 });
 
+/** A test's emulator on a data directory of its own, which it may restart on the same port, and a Connection to it. */
+interface Restartable {
+  emu: Emu;
+  conn: Connection;
+  ns: string;
+  restart(): Promise<Emu>;
+}
+
+async function onRestartable(fn: (t: Restartable) => Promise<void>, connectTimeoutMs?: number): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
+  const first = await startTestEmulator({ memory: false, dataDir: dir });
+  const t: Restartable = {
+    emu: first,
+    conn: new Connection({ url: first.url, token: first.token, connectTimeoutMs }),
+    ns: fresh('ns'),
+    async restart() {
+      t.emu = await startTestEmulator({ memory: false, dataDir: dir, port: t.emu.port, token: t.emu.token });
+      return t.emu;
+    },
+  };
+  try {
+    await fn(t);
+  } finally {
+    await t.conn.close();
+    await t.emu.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('clients: the emulator restarts under them', function () {
   it('the first call after a restart on the same port reconnects, and a lease held across the restart still acks', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
@@ -165,11 +194,9 @@ describe('clients: the emulator restarts under them', function () {
   });
 
   it('calls on the wire that a stopping emulator did not run go to the emulator that comes back, each applied once', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
-    let emu = await startTestEmulator({ memory: false, dataDir: dir });
-    const cache = createCache({ url: emu.url, token: emu.token, namespace: fresh('ns') });
-    const q = remote.queue({ url: emu.url, token: emu.token, id: fresh('jobs') });
-    try {
+    await onRestartable(async (t) => {
+      const cache = createCache({ url: t.emu.url, token: t.emu.token, namespace: t.ns });
+      const q = remote.queue({ url: t.emu.url, token: t.emu.token, id: fresh('jobs') });
       const c = cache.queue('q');
       await c.push({ n: 0 });
       const [pulled] = await c.pull({ max: 1 });
@@ -178,10 +205,10 @@ describe('clients: the emulator restarts under them', function () {
       // Written to the socket in the turn the stop begins: the emulator reads them only once it is
       // stopping, so it runs none of them. Before, each failed "lost the connection".
       const calls = [...Array.from({ length: 20 }, (_, i) => outcome(c.push({ n: i + 1 }))), outcome(c.ack(pulled.receipt)), outcome(q.send({ data: 'second' }))];
-      const closing = emu.close();
+      const closing = t.emu.close();
       calls.push(outcome(c.push({ n: 21 }))); // made after the stop began, as before
       await closing;
-      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      await t.restart();
       const results = await Promise.all(calls);
       for (const r of results) assert.ok('ok' in r, `every call was answered by the new emulator: ${JSON.stringify(r)}`);
       assert.equal((results[20] as { ok: unknown }).ok, true, 'the ack of a lease held across the restart applies');
@@ -189,20 +216,15 @@ describe('clients: the emulator restarts under them', function () {
       assert.equal(stats.ready, 21, '21 pushes, each applied once');
       assert.equal(stats.inFlight, 0);
       assert.deepEqual(await q.stats(), { ready: 2, delayed: 0, inFlight: 0, dlq: 0 });
-    } finally {
       await q.close();
       await cache.close();
-      await emu.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('a call the stop cut off mid-run (close code 1001) fails unavailable and is not sent again; with no emulator back, a call not run fails within the connect timeout', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
-    let emu = await startTestEmulator({ memory: false, dataDir: dir });
-    const conn = new Connection({ url: emu.url, token: emu.token, connectTimeoutMs: 300 });
-    const ns = fresh('ns');
-    try {
+    await onRestartable(async (t) => {
+      const { conn, ns } = t;
+      let emu = t.emu;
       await conn.request('queue.create', { namespace: ns, queue: 'q', dialect: 'cache' });
       // A push that is still running when the stop's 500 ms are up: its outcome is unknown.
       const engine = emu.engine as unknown as { push: (...a: unknown[]) => Promise<unknown> };
@@ -219,7 +241,7 @@ describe('clients: the emulator restarts under them', function () {
       assert.ok(e instanceof QuaysideError);
       assert.equal(e.code, 'unavailable');
       assert.match(e.message, /lost the connection/);
-      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      emu = await t.restart();
       const { counts } = await emu.engine.getQueue({ namespace: ns, queue: 'q' });
       assert.equal(counts.ready, 0, 'the cut-off push was not sent again');
       await conn.request('queue.get', { namespace: ns, queue: 'q' }); // connected again
@@ -231,19 +253,12 @@ describe('clients: the emulator restarts under them', function () {
       assert.equal(e2.code, 'unavailable');
       assert.match(e2.message, /cannot reach the emulator/, 'it was sent again, to no one');
       assert.equal(pendingOf(conn), 0);
-    } finally {
-      await conn.close();
-      await emu.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    }, 300);
   });
 
   it('a call made once the stop closed the socket, before its close event, still leaves the calls not run to be sent again', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
-    let emu = await startTestEmulator({ memory: false, dataDir: dir });
-    const conn = new Connection({ url: emu.url, token: emu.token });
-    const ns = fresh('ns');
-    try {
+    await onRestartable(async (t) => {
+      const { conn, ns } = t;
       await conn.request('queue.create', { namespace: ns, queue: 'q', dialect: 'cache' });
       // The socket's close event is held back, as when an answer and the close frame come in one
       // read and the caller makes its next call at once: that call finds the socket closed first.
@@ -259,37 +274,30 @@ describe('clients: the emulator restarts under them', function () {
         return true;
       }) as typeof ws.emit;
       const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: QuaysideError) => `${e.code}: ${e.message}`);
-      const closing = emu.close();
+      const closing = t.emu.close();
       const unrun = outcome(conn.request('push', { namespace: ns, queue: 'q', body: 'unrun' }));
       await closed;
       const late = outcome(conn.request('push', { namespace: ns, queue: 'q', body: 'late' }));
       emit('close', ...heldClose!);
       await closing;
-      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      const emu = await t.restart();
       // Before, the late call closed the socket with no code, and the unrun push failed "lost the connection".
       assert.deepEqual({ unrun: await unrun, late: await late }, { unrun: 'ok', late: 'ok' });
       const { counts } = await emu.engine.getQueue({ namespace: ns, queue: 'q' });
       assert.equal(counts.ready, 2);
-    } finally {
-      await conn.close();
-      await emu.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('calls that make or name state of the connection (subscribe, unsubscribe, consumer attach) are not sent again on another: they fail unavailable', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qs-restart-'));
-    let emu = await startTestEmulator({ memory: false, dataDir: dir });
-    const conn = new Connection({ url: emu.url, token: emu.token });
-    const ns = fresh('ns');
-    try {
+    await onRestartable(async (t) => {
+      const { conn, ns } = t;
       await conn.request('queue.create', { namespace: ns, queue: 'q', dialect: 'env' });
       await conn.request('consumer.set', { namespace: ns, queue: 'q', consumer: { appId: 'app' } });
       const { subscription } = await conn.request('subscribe', { namespace: ns });
       const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: QuaysideError) => e.code);
       // On another connection, subscription ids start again: this unsubscribe would end whatever
       // took the same id there (a re-subscription made on reconnect), and an attach would attach twice.
-      const closing = emu.close();
+      const closing = t.emu.close();
       const calls = {
         unsubscribe: outcome(conn.request('unsubscribe', { subscription })),
         subscribe: outcome(conn.request('subscribe', { namespace: ns })),
@@ -297,14 +305,10 @@ describe('clients: the emulator restarts under them', function () {
         push: outcome(conn.request('push', { namespace: ns, queue: 'q', body: 1 })),
       };
       await closing;
-      emu = await startTestEmulator({ memory: false, dataDir: dir, port: emu.port, token: emu.token });
+      await t.restart();
       const got = Object.fromEntries(await Promise.all(Object.entries(calls).map(async ([k, p]) => [k, await p])));
       assert.deepEqual(got, { unsubscribe: 'unavailable', subscribe: 'unavailable', attach: 'unavailable', push: 'ok' });
-    } finally {
-      await conn.close();
-      await emu.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('a wait the emulator ends by stopping fails unavailable, as a lost connection does; it never passes for "nothing came"', async () => {
