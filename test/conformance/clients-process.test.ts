@@ -45,6 +45,14 @@ function attached(emu: Emu): number {
   return n;
 }
 
+/** An env queue `orders` of a fresh project's `dev` environment. */
+async function ordersQueue(emu: Emu): Promise<{ project: string; ns: string }> {
+  const project = fresh('p');
+  const ns = envNamespace(project, 'dev');
+  await emu.engine.createQueue({ namespace: ns, queue: 'orders', dialect: 'env' });
+  return { project, ns };
+}
+
 describe('clients in a script of their own', function () {
   this.timeout(90_000);
   let emu: Emu;
@@ -55,8 +63,7 @@ describe('clients in a script of their own', function () {
 
   it('a script that pushed, pulled and acked ends without close(), with each face (cache, env, sync)', async () => {
     const ns = fresh('proc');
-    const project = fresh('p');
-    await emu.engine.createQueue({ namespace: envNamespace(project, 'dev'), queue: 'orders', dialect: 'env' });
+    const { project } = await ordersQueue(emu);
     const runs = await Promise.all([
       runScript(emu, `
         const q = createCache({ namespace: ${JSON.stringify(ns)} }).queue('jobs');
@@ -100,9 +107,7 @@ describe('clients in a script of their own', function () {
   });
 
   it('a runConsumer whose queue is deleted lets the process end: it will get nothing more', async () => {
-    const project = fresh('p');
-    const ns = envNamespace(project, 'dev');
-    await emu.engine.createQueue({ namespace: ns, queue: 'orders', dialect: 'env' });
+    const { project, ns } = await ordersQueue(emu);
     const before = attached(emu);
     const child = runScript(emu, `
       await runConsumer({ async queue() {} }, { project: ${JSON.stringify(project)}, environment: 'dev', queue: 'orders',
@@ -117,9 +122,7 @@ describe('clients in a script of their own', function () {
   });
 
   it('a runConsumer holds the process until it is stopped', async () => {
-    const project = fresh('p');
-    const ns = envNamespace(project, 'dev');
-    await emu.engine.createQueue({ namespace: ns, queue: 'orders', dialect: 'env' });
+    const { project, ns } = await ordersQueue(emu);
     const before = attached(emu);
     const child = runScript(emu, `
       let gotBatch;
