@@ -602,5 +602,6 @@ function socketOf(ws: WebSocket | null): import('node:net').Socket | undefined {
 
 /** The code of the close frame a socket received, before its 'close' event reports it (ws keeps it privately). */
 function closeCodeOf(ws: WebSocket): number | undefined {
-  return (ws as unknown as { _closeFrameReceived?: boolean; _closeCode?: number })._closeFrameReceived ? (ws as unknown as { _closeCode: number })._closeCode : undefined;
+  const received = ws as unknown as { _closeFrameReceived?: boolean; _closeCode?: number };
+  return received._closeFrameReceived ? received._closeCode : undefined;
 }

@@ -11,7 +11,7 @@ import { whenAborted } from '../../emulator/clients/abort';
 import * as remote from '../../emulator/clients/sync';
 import type { SyncQueue } from '../../emulator/clients/sync-face';
 import * as memory from '../../emulator/embedded/memory';
-import { fresh, readOnlyToken, rejects, startTestEmulator, until } from './support';
+import { fresh, heldPulls, readOnlyToken, rejects, startTestEmulator, until } from './support';
 import { gc } from '../helpers';
 import { QuaysideError } from '../../emulator/errors';
 import { optMs, optSeconds } from '../../emulator/clients/common';
@@ -21,13 +21,6 @@ import { envNamespace } from '../../emulator/http/env-naming';
 // cannot carry, and read operations of a sync handle with a read-only token.
 
 type Emu = Awaited<ReturnType<typeof startTestEmulator>>;
-
-/** Pulls the engine holds (private; read only to know that every wait has begun). */
-function heldPulls(emu: { engine: unknown }): number {
-  let n = 0;
-  for (const list of (emu.engine as { waiters: { byQueue: Map<number, unknown[]> } }).waiters.byQueue.values()) n += list.length;
-  return n;
-}
 
 /** Requests still waiting for an answer on a Connection (private; read only to prove nothing leaked). */
 function pendingOf(c: Connection): number {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { fresh, startTestEmulator, until } from './support';
+import { fresh, heldPulls, startTestEmulator, until } from './support';
 import { envNamespace } from '../../emulator/http/env-naming';
 import { createCache } from '../../emulator/clients/cache';
 import * as remote from '../../emulator/clients/sync';
@@ -14,7 +14,7 @@ const CLIENTS = path.resolve(__dirname, '../../emulator/clients');
 
 type Emu = Awaited<ReturnType<typeof startTestEmulator>>;
 
-function runScript(emu: Emu, body: string): Promise<{ code: number | null; out: string; ms: number }> {
+function runScript(emu: Emu, body: string): Promise<{ code: number | null; out: string }> {
   const code = [
     `const { createCache } = require(${JSON.stringify(`${CLIENTS}/cache`)});`,
     `const { createEnv, runConsumer } = require(${JSON.stringify(`${CLIENTS}/env`)});`,
@@ -22,20 +22,12 @@ function runScript(emu: Emu, body: string): Promise<{ code: number | null; out: 
     `(async () => {\n${body}\n})().catch((e) => { console.log('threw', e.code, e.message); process.exitCode = 2; });`,
   ].join('\n');
   const env = { ...process.env, QUAYSIDE_URL: emu.url, QUAYSIDE_TOKEN: emu.token };
-  const t0 = Date.now();
   return new Promise((resolve) => {
     // A hang is a kill at the timeout: code null.
     execFile(process.execPath, ['-r', 'tsx/cjs', '-e', code], { timeout: 20_000, env }, (err, stdout) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, out: stdout.trim(), ms: Date.now() - t0 });
+      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, out: stdout.trim() });
     });
   });
-}
-
-/** Pulls the engine holds (private; read only to know that a child's wait has begun). */
-function heldPulls(emu: Emu): number {
-  let n = 0;
-  for (const list of (emu.engine as unknown as { waiters: { byQueue: Map<number, unknown[]> } }).waiters.byQueue.values()) n += list.length;
-  return n;
 }
 
 /** Push consumers attached to the engine (private; read only to know that a child's runConsumer is in). */

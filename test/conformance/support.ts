@@ -54,6 +54,13 @@ export function fresh(prefix = 'ns'): string {
   return `${prefix}-${++seq}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
+/** Pulls the engine holds (private; read only to know that every wait has begun). */
+export function heldPulls(emu: { engine: unknown }): number {
+  let n = 0;
+  for (const list of (emu.engine as { waiters: { byQueue: Map<number, unknown[]> } }).waiters.byQueue.values()) n += list.length;
+  return n;
+}
+
 /** Waits (on real I/O, polling every few ms) until `cond` holds; fails after `ms` real time. */
 export async function until(cond: () => boolean | Promise<boolean>, what = 'condition', ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
