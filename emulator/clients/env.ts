@@ -237,7 +237,13 @@ export interface ConsumerApp<Body = unknown, E = ConsumerEnv> {
  * The `env` option as the app's own env type needs it: the bindings besides `queue` (which
  * runConsumer provides), required when the app's env declares required ones.
  */
-export type ConsumerBindings<E> = {} extends Omit<E, 'queue'> ? { env?: Omit<E, 'queue'> } : { env: Omit<E, 'queue'> };
+export type ConsumerBindings<E> = {} extends BindingsOf<E> ? { env?: BindingsOf<E> } : { env: BindingsOf<E> };
+
+/**
+ * E without `queue`, key by key: `Omit` would reduce an env that extends ConsumerEnv (a record) to
+ * its index signature and lose the bindings the app names.
+ */
+type BindingsOf<E> = { [K in keyof E as K extends 'queue' ? never : K]: E[K] };
 
 export interface RunConsumerOptions {
   url?: string;
@@ -281,7 +287,7 @@ type Settle = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; error?: strin
  * to push delivery and calls `app.queue(batch, env, ctx)` per batch. Re-attaches after the emulator
  * restarts.
  */
-export async function runConsumer<Body = unknown, E extends { queue: EnvQueue } = ConsumerEnv>(
+export async function runConsumer<Body = unknown, E = ConsumerEnv>(
   appOrModule: ConsumerApp<Body, E> | { default: ConsumerApp<Body, E> },
   opts: RunConsumerOptions & ConsumerBindings<E>,
 ): Promise<RunningConsumer> {

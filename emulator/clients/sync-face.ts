@@ -16,17 +16,21 @@ export { DEFAULT_PREFIX };
 
 /**
  * Payload validation, as a Zod schema gives it: `parse` returns the value (maybe transformed) or
- * throws. A `parse` that returns a promise is awaited; its rejection is a refusal.
+ * throws. A `parse` that returns a promise is awaited; its rejection is a refusal. `In`, what
+ * `send` takes, is read from the schema's Standard Schema types (Zod 3.24+, Zod 4, Valibot,
+ * ArkType declare them) so that a transforming schema is sent its input; without them it is `T`.
  */
-export interface SyncSchema<T = unknown> {
+export interface SyncSchema<T = unknown, In = T> {
   parse(data: unknown): T | Promise<T>;
+  readonly '~standard'?: { readonly types?: { readonly input: In; readonly output: T } | undefined };
 }
 
 /**
  * `T`: the messages' data, as the library gives it: taken from `schema` (what its `parse` returns)
- * when one is given, else named (`queue<Job>({ id })`), else `unknown`.
+ * when one is given, else named (`queue<Job>({ id })`), else `unknown`. `In`: the data as sent and
+ * stored (what `send` takes and `dlq` lists): the schema's input type, else `T`.
  */
-export interface SyncQueueOptions<T = unknown> {
+export interface SyncQueueOptions<T = unknown, In = T> {
   /** The queue's id (its name within the tenant). */
   id: string;
   /** The tenant, which scopes the queue; default `'default'`. */
@@ -34,7 +38,7 @@ export interface SyncQueueOptions<T = unknown> {
   /** The product's Redis key prefix (default `'sync:queue'`): another prefix is another set of queues. */
   prefix?: string;
   /** Checks `data` at send; each received message's `data` is `schema.parse(stored data)`. */
-  schema?: SyncSchema<T>;
+  schema?: SyncSchema<T, In>;
   /** This handle's settings (see docs/dialects.md, "Settings are per handle"). */
   limits?: SyncLimits;
   delivery?: SyncDelivery;
@@ -120,15 +124,15 @@ export interface SyncReader<T = unknown> {
   stream<U = T>(opts?: StreamOptions): AsyncIterableIterator<SyncMessage<U>>;
 }
 
-export interface SyncQueue<T = unknown> extends SyncReader<T> {
+export interface SyncQueue<T = unknown, In = T> extends SyncReader<T> {
   readonly id: string;
   readonly tenantId: string;
   readonly prefix: string;
-  send(opts: SendOptions<T>): Promise<{ messageId: string }>;
+  send(opts: SendOptions<In>): Promise<{ messageId: string }>;
   /** An independent consumer of the same queue (its own consumerId and waits). */
   reader(opts?: { consumerId?: string }): SyncReader<T>;
   /** Oldest first, `data` as stored (not parsed: the schema may be why a message is there). */
-  dlq<U = T>(opts?: { limit?: number; tenantId?: string }): Promise<DlqEntry<U>[]>;
+  dlq<U = In>(opts?: { limit?: number; tenantId?: string }): Promise<DlqEntry<U>[]>;
   /** false when no such message is in the DLQ. */
   dlqRemove(opts: { messageId: string; tenantId?: string }): Promise<boolean>;
   /** The queue's counts. */
@@ -225,7 +229,7 @@ interface Site {
  * Builds a sync queue over a transport. `owned` transports are closed by `close()`. `entryKeys`:
  * the options the entry point itself takes (quayside/sync's url, token, transport), read there.
  */
-export function syncQueueOver<T = unknown>(transport: Transport, opts: SyncQueueOptions<T>, owned = false, entryKeys: readonly string[] = []): SyncQueue<T> {
+export function syncQueueOver<T = unknown, In = T>(transport: Transport, opts: SyncQueueOptions<T, In>, owned = false, entryKeys: readonly string[] = []): SyncQueue<T, In> {
   if (!opts || typeof opts !== 'object') throw invalidArg('queue() needs { id }');
   onlyKeys(opts as unknown as Record<string, unknown>, [...QUEUE_KEYS, ...entryKeys], 'queue', EMULATOR_HANDLE_KEYS);
   const id = nameArg(opts.id, 'id');

@@ -9,7 +9,7 @@ import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from './sync-fac
 export * from './sync-face';
 export { QuaysideError } from '../errors';
 
-export interface SyncConnectOptions<T = unknown> extends SyncQueueOptions<T> {
+export interface SyncConnectOptions<T = unknown, In = T> extends SyncQueueOptions<T, In> {
   /** `ws://host:port`; defaults to `QUAYSIDE_URL`, then `ws://127.0.0.1:7433`. */
   url?: string;
   /** Defaults to `QUAYSIDE_TOKEN`. */
@@ -22,7 +22,7 @@ export interface SyncConnectOptions<T = unknown> extends SyncQueueOptions<T> {
  * A handle on the sync queue `id` of tenant `tenantId` (default 'default'). Nothing is sent until
  * the first call; the queue is created then (sync preset plus `limits` / `delivery`) if missing.
  */
-export function queue<T = unknown>(opts: SyncConnectOptions<T>): SyncQueue<T> {
+export function queue<T = unknown, In = T>(opts: SyncConnectOptions<T, In>): SyncQueue<T, In> {
   // The handle's own view of a shared transport, so its close() ends its own recv and streams.
   // Checked even beside a transport that makes them unused, as quayside/sync/memory checks them.
   checkConnectionOptions(opts);

@@ -160,7 +160,7 @@ export interface MemoryQueuesOptions {
 export interface MemoryQueues {
   /** The same `queue()` as quayside/sync, on this in-memory engine. */
   /** `url` and `token` are accepted unused, as quayside/sync's connection options. */
-  queue<T = unknown>(opts: SyncQueueOptions<T> & ConnectionOptionsUnused): SyncQueue<T>;
+  queue<T = unknown, In = T>(opts: SyncQueueOptions<T, In> & ConnectionOptionsUnused): SyncQueue<T, In>;
   /** Present with `clock: 'virtual'`: epoch ms now, and advance (resolves once due work was applied). */
   clock?: VirtualClockControl;
   /** The engine, for tests that want to look inside. */
@@ -191,7 +191,7 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
     engine,
     // Each handle gets its own view of the one session, so its close() ends only its own calls, as
     // each quayside/sync handle closes only its own connection; a handle never closed holds nothing.
-    queue: <T>(o: SyncQueueOptions<T> & ConnectionOptionsUnused) => {
+    queue: <T, In = T>(o: SyncQueueOptions<T, In> & ConnectionOptionsUnused) => {
       checkConnectionOptions(o);
       return syncQueueOver(new HandleTransport(transport), o, true, IGNORED_KEYS);
     },
@@ -264,7 +264,7 @@ const sharedTransport: Transport = {
  * quayside/sync's options: `url` and `token` are accepted and unused, so one options object serves
  * either import; `memory` picks an isolated createMemoryQueues() instead of the shared engine.
  */
-export type MemoryQueueOptions<T = unknown> = SyncQueueOptions<T> & ConnectionOptionsUnused & { memory?: MemoryQueues | null };
+export type MemoryQueueOptions<T = unknown, In = T> = SyncQueueOptions<T, In> & ConnectionOptionsUnused & { memory?: MemoryQueues | null };
 
 /** quayside/sync's connection options, which an in-memory queue takes and does not use. */
 export interface ConnectionOptionsUnused {
@@ -277,7 +277,7 @@ export interface ConnectionOptionsUnused {
  * clock): every `queue()` call with the same tenant and id sees the same messages, and everything
  * is gone when the process ends. Pass `memory` to use an isolated `createMemoryQueues()` instead.
  */
-export function queue<T = unknown>(opts: MemoryQueueOptions<T>): SyncQueue<T> {
+export function queue<T = unknown, In = T>(opts: MemoryQueueOptions<T, In>): SyncQueue<T, In> {
   if (opts && typeof opts === 'object' && 'memory' in opts) {
     const { memory, ...rest } = opts;
     if (memory !== undefined && memory !== null) {
