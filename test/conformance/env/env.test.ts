@@ -548,6 +548,22 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual(peek.body.messages.map((m: { body: unknown; state: string; attempts: number }) => [m.body, m.state, m.attempts]), [['stuck', 'ready', 1]]);
     });
 
+    it('stop() waits for a hung batch no longer than its lease in real time either, on a virtual clock nobody advances', async () => {
+      const q = await createQueue('hung-still');
+      await env.queue.send('hung-still', 'stuck');
+      let calls = 0;
+      const c = await consume({ queue: () => { calls++; return new Promise(() => {}); } }, 'hung-still', { maxBatchSize: 1, visibilityMs: 300 });
+      await emu.clock.advance(0);
+      await until(() => calls === 1, 'the batch in hand');
+      await c.stop(); // before the real-time bound, this waited for an advance that never came
+      const peek = await api('GET', `/v1/queues/${q.id}/messages`);
+      // The emulator's clock did not move: the batch is still leased there, and comes back when it does.
+      assert.deepEqual(peek.body.messages.map((m: { state: string; attempts: number }) => [m.state, m.attempts]), [['leased', 1]]);
+      await emu.clock.advance(300);
+      const after = await api('GET', `/v1/queues/${q.id}/messages`);
+      assert.deepEqual(after.body.messages.map((m: { state: string; attempts: number }) => [m.state, m.attempts]), [['ready', 1]]);
+    });
+
     it('runConsumer stops when its signal aborts', async () => {
       await createQueue('signal');
       // The abort alone must detach the run: the test never calls stop() before it looks.
