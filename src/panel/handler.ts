@@ -110,6 +110,11 @@ export class PanelHandler {
   /** What the webview was last told while down (undefined: up). */
   private downMessage: string | undefined;
   private dialect: Dialect | undefined;
+  /**
+   * The queue was deleted (and not made again) since it was last read: told to a page that asks
+   * for it, since a hidden panel's page is rebuilt when shown and missed the event.
+   */
+  private deletedSeen = false;
   /** A tab asked for while the webview was not loaded: the next `init` answers with it. */
   private pendingTab: PanelTab | undefined;
 
@@ -146,10 +151,15 @@ export class PanelHandler {
       switch (op) {
         case 'init': {
           const [queue, clock] = await Promise.all([
-            t.request('queue.get', this.ref),
+            t.request('queue.get', this.ref).catch((e) => {
+              // Said before the not_found answer, so the page says why it is not there.
+              if (toPanelError(e).code === 'not_found' && this.deletedSeen && !this.disposed) this.post({ type: 'event', event: 'deleted' });
+              throw e;
+            }),
             t.request('clock.now', {}).catch(() => ({ now: Date.now(), mode: 'system' as const })),
           ]);
           this.dialect = queue.dialect;
+          this.deletedSeen = false;
           const tab = this.pendingTab;
           this.pendingTab = undefined;
           return { ref: this.ref, queue, now: clock.now, clock: clock.mode, ...(tab ? { tab } : {}) };
@@ -477,7 +487,9 @@ export class PanelHandler {
     if (ev.namespace !== this.ref.namespace || ev.queue !== this.ref.queue) return;
     // Several subscriptions on one connection (the tree's, another panel's) each get a copy.
     if (this.live?.subscription && ev.subscription !== this.live.subscription) return;
+    if (ev.kind === 'queue_created') this.deletedSeen = false;
     if (ev.kind === 'queue_deleted') {
+      this.deletedSeen = true;
       // A change still waiting in the throttle is about the queue that is gone: sent after `deleted`,
       // it would read as the queue being back.
       this.changes.cancel();

@@ -4,6 +4,7 @@
 
 import type {
   AuditEntry,
+  Dialect,
   ErrorCode,
   LagStep,
   MessageState,
@@ -125,6 +126,8 @@ export type HostMessage = PanelResponse | PanelEvent;
 /** What the webview keeps with `vscode.setState` (and the serializer gets back after a reload). */
 export interface PanelState {
   ref: QueueRef;
+  /** The queue's dialect once read: a page rebuilt after the queue went still names its dead letters as it did. */
+  dialect?: Dialect;
   tab?: PanelTab;
   states?: MessageState[];
   search?: string;

@@ -26,6 +26,7 @@ import {
   type AuditEntry,
   type PushForm,
 } from '../messages';
+import { isDialect } from '../../../emulator/protocol';
 import { arrivedNote, bodyPreview, capital, deadAreaLabel, deadNoun, deadWords } from '../../core/wording';
 import { validatePushForm, type FieldErrors } from '../validate';
 import { renderChart } from './chart';
@@ -96,6 +97,8 @@ const ref: QueueRef = { namespace: body.dataset.namespace ?? '', queue: body.dat
 
 const st = {
   queue: null as QueueInfo | null,
+  /** The queue's dialect: read with it, or saved by the page this one replaces (the queue may be gone since). */
+  dialect: isDialect(saved.dialect) ? saved.dialect : undefined,
   counts: null as QueueCounts | null,
   /** When the counts were taken (the emulator's time): the oldest wait grows from there. */
   countsAt: 0,
@@ -119,7 +122,7 @@ const now = () => st.clock.now();
 const statesList = () => ALL_STATES.filter((x) => st.states.has(x));
 
 function persist() {
-  const state: PanelState = { ref, tab: st.tab, states: statesList(), search: st.search, pageSize: st.pageSize };
+  const state: PanelState = { ref, tab: st.tab, states: statesList(), search: st.search, pageSize: st.pageSize, ...(st.dialect ? { dialect: st.dialect } : {}) };
   vscode.setState(state);
 }
 
@@ -440,7 +443,8 @@ function renderDetail(target: HTMLElement, m: MessageView | null, id: string) {
     h('dl', { class: 'facts' },
       field('Attempts', num(m.attempts)),
       field('Enqueued', timeNode(m.enqueuedAt)),
-      field(m.state === 'delayed' ? 'Visible at' : 'Visible since', timeNode(m.visibleAt)),
+      // A leased or dead message is not visible now: its time says when it last became so.
+      field(m.state === 'delayed' ? 'Visible at' : m.state === 'ready' ? 'Visible since' : 'Became visible', timeNode(m.visibleAt)),
       field('Lease ends', timeNode(m.leaseUntil)),
       field(`${words().short} since`, timeNode(m.deadAt)),
       field(`${words().short} reason`, m.deadReason, 'reason'),
@@ -480,11 +484,11 @@ async function loadDetail(which: 'messages' | 'dead', id: string, loading = true
 // ---- dead letters ---------------------------------------------------------------------------
 
 /** env queues call their dead letters "failed" (as the tree does). */
-const isEnv = () => st.queue?.dialect === 'env';
-const words = () => deadWords(st.queue?.dialect);
+const isEnv = () => st.dialect === 'env';
+const words = () => deadWords(st.dialect);
 
 function renderDeadArea() {
-  $('dead-label').textContent = deadAreaLabel(st.queue?.dialect);
+  $('dead-label').textContent = deadAreaLabel(st.dialect);
   $('dead-since-head').textContent = `${words().short} since`;
   $('dead-detail').setAttribute('aria-label', `${capital(words().one)} detail`);
   // Only the first hint: once a detail was shown (or said the message is gone) it stays.
@@ -502,7 +506,7 @@ function renderDead() {
       h('td', { class: 'check' }, h('input', { type: 'checkbox', 'data-id': m.id, 'aria-label': `Select ${m.id}`, checked: p.selected.has(m.id) })),
       h('td', { class: 'id mono', title: m.id }, shortId(m.id)),
       h('td', null, h('span', { class: 'reason' }, m.deadReason ?? '—')),
-      h('td', { class: 'error-col', title: m.lastError ?? '' }, m.lastError ?? ''),
+      h('td', { class: m.lastError ? 'error-col' : 'error-col none', title: m.lastError ?? '' }, m.lastError ?? ''),
       h('td', { class: 'num' }, num(m.attempts)),
       h('td', { title: m.deadAt ? isoTime(m.deadAt) : '' }, m.deadAt ? rel(m.deadAt) : ''),
       h('td', { class: 'body-col mono' }, h('span', { class: 'body-preview' }, bodyPreview(m.body, 140))))));
@@ -556,7 +560,7 @@ async function discard(ids: string[] | 'all', button: HTMLButtonElement | null) 
   try {
     const r = await busy(button, ids === 'all' ? 'Purging…' : 'Discarding…', () => request('dead.purge', ids === 'all' ? { all: true } : { ids }, onProgress));
     if (!r) return;
-    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} ${deadNoun(st.queue?.dialect, r.purged)}${arrivedNote(r.arrived)}.`);
+    toast(`${ids === 'all' ? 'Purged' : 'Discarded'} ${num(r.purged)} ${deadNoun(st.dialect, r.purged)}${arrivedNote(r.arrived)}.`);
     if (ids === 'all') st.dead.selected.clear();
     else for (const id of ids) st.dead.selected.delete(id);
     scheduleRefresh(0);
@@ -738,7 +742,7 @@ function onHostEvent(e: PanelEvent) {
       else void init();
       return;
     case 'deleted':
-      showGone('This queue was deleted.');
+      showGone(DELETED);
       return;
     case 'show':
       setTab(e.tab);
@@ -758,6 +762,8 @@ function onHostEvent(e: PanelEvent) {
     }
   }
 }
+
+const DELETED = 'This queue was deleted.';
 
 /**
  * The queue is not there (deleted, or not on the emulator that runs now): what was shown of it
@@ -820,6 +826,10 @@ async function loadQueue(): Promise<boolean> {
   try {
     const r = await request('init', {});
     st.queue = r.queue;
+    if (st.dialect !== r.queue.dialect) {
+      st.dialect = r.queue.dialect;
+      persist();
+    }
     st.counts = r.queue.counts;
     st.countsAt = r.now;
     st.clock.setMode(r.clock);
@@ -836,7 +846,10 @@ async function loadQueue(): Promise<boolean> {
     return true;
   } catch (e) {
     // (Another emulator may have taken over, without this queue: nothing of the last one's stays.)
-    if (e instanceof RequestError && e.code === 'not_found') showGone(`Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`);
+    // Not after `deleted` (the host says so first to a page rebuilt since): that says why.
+    if (e instanceof RequestError && e.code === 'not_found') {
+      if (!st.deleted) showGone(`Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`);
+    }
     else fail(e, 'Could not open the queue');
     return false;
   }
@@ -1023,6 +1036,7 @@ function wire() {
 }
 
 wire();
+if (st.dialect) renderDeadArea(); // a rebuilt page names them before (or without) reading the queue
 renderStateChips();
 setTab(st.tab, false);
 void init();

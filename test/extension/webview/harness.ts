@@ -106,7 +106,7 @@ export async function openPanel<T extends Transport = FakeTransport>(
   transport: T,
   /** fakeClock: Playwright's clock in the page: `page.clock.runFor` moves it, and until a test pauses it (`pauseAt`) it also flows with real time. */
   /** timezoneId: the page's time zone (default UTC), to show what a user elsewhere sees. */
-  opts: { state?: unknown; width?: number; height?: number; debounceMs?: number; ref?: QueueRef; fakeClock?: boolean; timezoneId?: string; beforeLoad?: (handler: PanelHandler) => void } = {},
+  opts: { state?: unknown; width?: number; height?: number; debounceMs?: number; ref?: QueueRef; fakeClock?: boolean; timezoneId?: string; beforeLoad?: (handler: PanelHandler) => void | Promise<void>; loadedWhen?: string } = {},
 ): Promise<Panel<T>> {
   const context = await browser.newContext({ viewport: { width: opts.width ?? 1360, height: opts.height ?? 860 }, timezoneId: opts.timezoneId ?? 'UTC', locale: 'en-US' });
   const page = await context.newPage();
@@ -121,7 +121,8 @@ export async function openPanel<T extends Transport = FakeTransport>(
     debounceMs: opts.debounceMs ?? 50,
     post: (m) => void page.evaluate((msg) => window.postMessage(msg, '*'), m as unknown).catch(() => {}),
   });
-  opts.beforeLoad?.(handler);
+  // What the host did before this page (a hidden panel's page is rebuilt when shown): its posts went nowhere.
+  await opts.beforeLoad?.(handler);
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => {
     if (m.type() === 'error') errors.push(m.text());
@@ -175,7 +176,7 @@ export async function openPanel<T extends Transport = FakeTransport>(
   await page.route((u) => !u.href.startsWith(ORIGIN), (route) => route.abort());
   if (opts.fakeClock) await page.clock.install();
   await page.goto(`${ORIGIN}/index.html`);
-  await page.waitForSelector('#counts .count');
+  await page.waitForSelector(opts.loadedWhen ?? '#counts .count');
   return {
     page,
     transport,

@@ -121,7 +121,7 @@ describe('queue panel webview (Chromium)', function () {
     for (const b of await p.page.locator('#msg-rows .body-preview').allInnerTexts()) assert.match(b, /customer-grace/);
     // The filter is kept for a reload (vscode.setState).
     const state = await p.page.evaluate(() => (window as any).__state);
-    assert.deepEqual(state, { ref: { namespace: 'shop', queue: 'orders' }, tab: 'messages', states: ['ready', 'dead'], search: 'customer-grace', pageSize: 50 });
+    assert.deepEqual(state, { ref: { namespace: 'shop', queue: 'orders' }, dialect: 'cache', tab: 'messages', states: ['ready', 'dead'], search: 'customer-grace', pageSize: 50 });
     await p.page.fill('#search', 'no-such-thing');
     await waitFor(async () => p.page.isVisible('#msg-empty'), 'empty state');
     assert.equal(await text(p, '#msg-empty'), 'No message matches the filter.');
@@ -581,6 +581,44 @@ describe('queue panel webview (Chromium)', function () {
     await p.deliver({ type: 'event', event: 'changed', kinds: ['queue_created'], ids: [], counts: null, at: 0 });
     assert.equal(await inits(), before + 1);
     await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
+  });
+
+  it('a dead letter with no error draws no error mark, and a leased message says when it became visible, not "visible since"', async () => {
+    const t = new FakeTransport({ namespace: 'shop', queue: 'plain' });
+    const now = Date.now();
+    t.add({ body: { n: 1 }, state: 'dead', attempts: 5, enqueuedAt: now - 60_000, visibleAt: now - 50_000, deadAt: now - 40_000, deadReason: 'nack' });
+    t.add({ body: { n: 2 }, state: 'leased', attempts: 1, enqueuedAt: now - 60_000, visibleAt: now - 60_000, leaseUntil: now + 30_000 });
+    p = await openPanel(browser, t);
+    await p.page.click('#tab-dead');
+    await p.page.waitForSelector('#dead-rows tr');
+    assert.equal(await p.page.$eval('#dead-rows td.error-col', (el) => getComputedStyle(el).boxShadow), 'none');
+    await p.page.click('#tab-messages');
+    await p.page.click('#msg-rows tr:has(.badge.state-leased)');
+    await waitFor(async () => /Lease ends/.test(await text(p, '#detail')), 'the leased detail');
+    assert.match(await text(p, '#detail'), /Became visible/);
+    assert.doesNotMatch(await text(p, '#detail'), /Visible since/);
+  });
+
+  it('a page rebuilt after its queue was deleted while hidden says it was deleted, and names dead letters as its dialect does', async () => {
+    const t = fixtureQueue();
+    t.dialect = 'env';
+    p = await openPanel(browser, t, {
+      state: { ref: { namespace: t.namespace, queue: t.queue }, dialect: 'env' },
+      beforeLoad: async (handler) => {
+        await handler.dispatch('init', {}); // the page before this one read the queue
+        await waitFor(() => t.subscriptionCount === 1, 'subscribed');
+        t.emitChange('queue_deleted'); // posted while hidden: no page got it
+        t.failNext.set('queue.get', new QuaysideError('not_found', `queue ${t.queue} not found`));
+      },
+      loadedWhen: '#banner:not(.hidden)', // a queue that is gone has no counts to show
+    });
+    assert.equal(await text(p, '#banner-text'), 'This queue was deleted.');
+    assert.match(await text(p, '#tab-dead'), /^Failed/);
+    assert.match(await text(p, '#state-filter .chip.state-dead'), /^Failed/);
+    // Made again: the page comes back as for a queue deleted in view.
+    t.emitChange('queue_created');
+    await p.page.waitForSelector('#banner.hidden', { state: 'attached' });
+    await waitFor(async () => (await rowCount(p, '#msg-rows')) > 0, 'its messages');
   });
 
   it('back on an emulator without the queue (another one took over), the panel shows nothing of the last one; back with it, all again', async () => {
