@@ -22,8 +22,23 @@ export { DEFAULT_PREFIX };
  */
 export interface SyncSchema<T = unknown, In = T> {
   parse(data: unknown): T | Promise<T>;
-  readonly '~standard'?: { readonly types?: { readonly input: In; readonly output: T } | undefined };
+  // All of the spec's members, optional: with `types` alone a schema that declares none would share
+  // no member with this (a "weak type") and be refused.
+  readonly '~standard'?: {
+    readonly version?: number;
+    readonly vendor?: string;
+    readonly validate?: unknown;
+    // When `queue<Job>({ schema })` names the type, In is Unnamed and any input is taken (a
+    // `.default()` or a transform makes it differ from Job); otherwise In is inferred from here.
+    readonly types?: { readonly input: In | (Unnamed extends In ? any : never); readonly output: T } | undefined;
+  };
 }
+
+declare const unnamed: unique symbol;
+/** `queue()`'s input type when nothing gives one: neither the call (`queue<Job>`) nor the schema's types. */
+export type Unnamed = typeof unnamed;
+/** What `send` takes: the schema's input type when it declares one, else the queue's data type. */
+export type SentData<T, In> = [In] extends [Unnamed] ? T : In;
 
 /**
  * `T`: the messages' data, as the library gives it: taken from `schema` (what its `parse` returns)
@@ -229,7 +244,7 @@ interface Site {
  * Builds a sync queue over a transport. `owned` transports are closed by `close()`. `entryKeys`:
  * the options the entry point itself takes (quayside/sync's url, token, transport), read there.
  */
-export function syncQueueOver<T = unknown, In = T>(transport: Transport, opts: SyncQueueOptions<T, In>, owned = false, entryKeys: readonly string[] = []): SyncQueue<T, In> {
+export function syncQueueOver<T = unknown, In = Unnamed>(transport: Transport, opts: SyncQueueOptions<T, In>, owned = false, entryKeys: readonly string[] = []): SyncQueue<T, SentData<T, In>> {
   if (!opts || typeof opts !== 'object') throw invalidArg('queue() needs { id }');
   onlyKeys(opts as unknown as Record<string, unknown>, [...QUEUE_KEYS, ...entryKeys], 'queue', EMULATOR_HANDLE_KEYS);
   const id = nameArg(opts.id, 'id');

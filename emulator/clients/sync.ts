@@ -2,7 +2,7 @@ import { Connection } from './connection';
 import { checkConnectionOptions, type Transport } from './transport';
 import { optTransport } from './common';
 import { HandleTransport } from './handle-transport';
-import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from './sync-face';
+import { syncQueueOver, type SentData, type SyncQueue, type SyncQueueOptions, type Unnamed } from './sync-face';
 
 // quayside/sync: the `sync` dialect against a running emulator (QUAYSIDE_URL / QUAYSIDE_TOKEN).
 
@@ -22,7 +22,7 @@ export interface SyncConnectOptions<T = unknown, In = T> extends SyncQueueOption
  * A handle on the sync queue `id` of tenant `tenantId` (default 'default'). Nothing is sent until
  * the first call; the queue is created then (sync preset plus `limits` / `delivery`) if missing.
  */
-export function queue<T = unknown, In = T>(opts: SyncConnectOptions<T, In>): SyncQueue<T, In> {
+export function queue<T = unknown, In = Unnamed>(opts: SyncConnectOptions<T, In>): SyncQueue<T, SentData<T, In>> {
   // The handle's own view of a shared transport, so its close() ends its own recv and streams.
   // Checked even beside a transport that makes them unused, as quayside/sync/memory checks them.
   checkConnectionOptions(opts);

@@ -8,7 +8,7 @@ import { checkConnectionOptions, encodeRequest, type RequestOptions, type Transp
 import { HandleTransport } from '../clients/handle-transport';
 import { abortError, whenAborted } from '../clients/abort';
 import { Slots, mayBeHeld } from '../clients/slots';
-import { syncQueueOver, type SyncQueue, type SyncQueueOptions } from '../clients/sync-face';
+import { syncQueueOver, type SentData, type SyncQueue, type SyncQueueOptions, type Unnamed } from '../clients/sync-face';
 import { invalidArg } from '../clients/common';
 
 // quayside/sync/memory: the same `queue()` as quayside/sync, with no emulator. An in-process
@@ -160,7 +160,7 @@ export interface MemoryQueuesOptions {
 export interface MemoryQueues {
   /** The same `queue()` as quayside/sync, on this in-memory engine. */
   /** `url` and `token` are accepted unused, as quayside/sync's connection options. */
-  queue<T = unknown, In = T>(opts: SyncQueueOptions<T, In> & ConnectionOptionsUnused): SyncQueue<T, In>;
+  queue<T = unknown, In = Unnamed>(opts: SyncQueueOptions<T, In> & ConnectionOptionsUnused): SyncQueue<T, SentData<T, In>>;
   /** Present with `clock: 'virtual'`: epoch ms now, and advance (resolves once due work was applied). */
   clock?: VirtualClockControl;
   /** The engine, for tests that want to look inside. */
@@ -191,7 +191,7 @@ export function createMemoryQueues(opts: MemoryQueuesOptions = {}): MemoryQueues
     engine,
     // Each handle gets its own view of the one session, so its close() ends only its own calls, as
     // each quayside/sync handle closes only its own connection; a handle never closed holds nothing.
-    queue: <T, In = T>(o: SyncQueueOptions<T, In> & ConnectionOptionsUnused) => {
+    queue: <T, In = Unnamed>(o: SyncQueueOptions<T, In> & ConnectionOptionsUnused) => {
       checkConnectionOptions(o);
       return syncQueueOver(new HandleTransport(transport), o, true, IGNORED_KEYS);
     },
@@ -277,7 +277,7 @@ export interface ConnectionOptionsUnused {
  * clock): every `queue()` call with the same tenant and id sees the same messages, and everything
  * is gone when the process ends. Pass `memory` to use an isolated `createMemoryQueues()` instead.
  */
-export function queue<T = unknown, In = T>(opts: MemoryQueueOptions<T, In>): SyncQueue<T, In> {
+export function queue<T = unknown, In = Unnamed>(opts: MemoryQueueOptions<T, In>): SyncQueue<T, SentData<T, In>> {
   if (opts && typeof opts === 'object' && 'memory' in opts) {
     const { memory, ...rest } = opts;
     if (memory !== undefined && memory !== null) {

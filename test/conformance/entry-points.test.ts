@@ -60,6 +60,7 @@ describe('entry points (package exports, built)', function () {
         '}',
         // Seed-shaped code with typed bodies compiles unchanged (only the import line differs).
         "import { runConsumer, type MessageBatch, type ErrorCode, type ConsumerEnv } from 'quayside/env';",
+        "declare const withDefault: { parse(d: unknown): Job; readonly '~standard': { readonly version: 1; readonly vendor: string; validate(v: unknown): unknown; readonly types?: { readonly input: { n?: number }; readonly output: Job } | undefined } };",
         "declare const toNumber: { parse(d: unknown): number; readonly '~standard': { readonly version: 1; readonly vendor: string; validate(v: unknown): unknown; readonly types?: { readonly input: string; readonly output: number } | undefined } };",
         "import { queue } from 'quayside/sync';",
         "import { StoreOpenError } from 'quayside/emulator';",
@@ -111,6 +112,19 @@ describe('entry points (package exports, built)', function () {
         "  if (r) { const num: number = r.data; void num; }",
         "  const [dead] = await n.dlq();",
         "  if (dead) { const raw: string = dead.data; void raw; }",
+        // Named by the call, the type stands even where the schema's input differs (a default, a transform).
+        "  const named = queue<Job>({ id: 'named', schema: withDefault, url, token });",
+        "  await named.send({ data: { n: 1 } });",
+        "  const asNumber = queue<number>({ id: 'as-number', schema: toNumber, url, token });",
+        "  void asNumber;",
+        // A Standard Schema that declares no types is a schema like any other.
+        "  const bare = queue({ id: 'bare', url, token, schema: { parse: (d: unknown): Job => d as Job, '~standard': { version: 1 as const, vendor: 'x', validate: (v: unknown) => ({ value: v }) } } });",
+        "  await bare.send({ data: { n: 2 } });",
+        "  // @ts-expect-error a bare schema's type is still the queue's",
+        "  await bare.send({ data: { to: 'x' } });",
+        // One call site for either import.
+        "  const either = Math.random() > 0.5 ? queue : (await import('quayside/sync/memory')).queue;",
+        "  void either({ id: 'either', url, token });",
         "  const code: ErrorCode = 'not_found';",
         '  void code;',
         '  try { await startEmulator({ dataDir: url }); } catch (e) { if (e instanceof StoreOpenError && e.problem === \'in_use\') total++; }',
