@@ -280,6 +280,13 @@ export interface RunningConsumer {
   stop(): Promise<void>;
 }
 
+/** A batch in hand: its work, and when its lease ends in the emulator's time and in real time. */
+interface InHand {
+  work: Promise<void>;
+  leaseUntil: number;
+  realEnd: number;
+}
+
 type Settle = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; error?: string };
 
 /**
@@ -356,8 +363,13 @@ export async function runConsumer<Body = unknown, E = ConsumerEnv>(
       noBatch(),
     );
   };
-  /** Batches in hand: the handler, its settles and its waitUntil work; and when its lease ends (emulator time). */
-  const inHand = new Set<{ work: Promise<void>; leaseUntil: number }>();
+  /**
+   * Batches in hand: the handler, its settles and its waitUntil work; when its lease ends in the
+   * emulator's time, and in real time counted from its delivery.
+   */
+  const inHand = new Set<InHand>();
+  /** The lease a batch gets (the consumer's visibilityMs, as the last attach said). */
+  let batchLeaseMs = 30_000;
 
   async function handle(ev: DeliverEvent, background: Set<Promise<unknown>>): Promise<void> {
     const settled = new Map<string, Settle>();
@@ -438,7 +450,7 @@ export async function runConsumer<Body = unknown, E = ConsumerEnv>(
       .then(async () => {
         while (background.size > 0) await Promise.all([...background]); // waitUntil may add more while it runs
       });
-    const h = { work, leaseUntil: Math.max(...ev.messages.map((d) => d.leaseUntil)) };
+    const h = { work, leaseUntil: Math.max(...ev.messages.map((d) => d.leaseUntil)), realEnd: Date.now() + batchLeaseMs };
     inHand.add(h);
     void work.finally(() => inHand.delete(h));
   }
@@ -448,21 +460,27 @@ export async function runConsumer<Body = unknown, E = ConsumerEnv>(
    * out (its messages go back, or to the failed area), as the platform stops such an invocation,
    * so a handler that never returns cannot hold stop() forever. The lease is in the emulator's
    * time (a virtual clock moves only when advanced), so it is asked every 100 ms while a batch
-   * outlives stop(); and the lease left when stop() began also bounds the wait in real time, so a
-   * test that never advances its virtual clock is not held for ever either (as a held recv is not).
+   * outlives stop(). The lease counted in real time from the delivery bounds the wait too: a test
+   * that never advances its virtual clock is not held for ever (as a held recv is not), nor is a
+   * stop() while the emulator is down, whose time cannot be asked.
    */
-  async function finishOrTimeOut(h: { work: Promise<void>; leaseUntil: number }): Promise<void> {
-    let realEnd = Infinity;
+  async function finishOrTimeOut(h: InHand): Promise<void> {
     for (;;) {
-      // The batch may finish while the emulator's time is asked (a long wait while it is down).
-      const now = await Promise.race([h.work.then(() => null), transport.request('clock.now', {}).then((r) => r.now, () => Date.now())]);
-      if (now === null || now >= h.leaseUntil) return;
-      if (realEnd === Infinity) realEnd = Date.now() + (h.leaseUntil - now);
-      const left = Math.min(h.leaseUntil - now, realEnd - Date.now());
+      const left = h.realEnd - Date.now();
       if (left <= 0) return;
       const wake = new AbortController();
-      const finished = await Promise.race([h.work.then(() => true), pause(Math.min(left, 100), wake.signal).then(() => false)]);
+      // The batch may finish while the emulator's time is asked (a long wait while it is down).
+      const now = await Promise.race([
+        h.work.then(() => 'finished' as const),
+        pause(left, wake.signal).then(() => 'finished' as const),
+        transport.request('clock.now', {}, { signal: wake.signal }).then((r) => r.now, () => null),
+      ]);
       wake.abort();
+      if (now === 'finished' || (now !== null && now >= h.leaseUntil)) return;
+      const step = Math.min(100, h.realEnd - Date.now(), now === null ? 100 : h.leaseUntil - now);
+      const nap = new AbortController();
+      const finished = await Promise.race([h.work.then(() => true), pause(Math.max(step, 0), nap.signal).then(() => false)]);
+      nap.abort();
       if (finished) return;
     }
   }
@@ -495,6 +513,7 @@ export async function runConsumer<Body = unknown, E = ConsumerEnv>(
       if (first) await transport.request('consumer.set', { ...ref, consumer: settings as { appId: string } });
       const r = await transport.request('consumer.attach', { ...ref, appId });
       consumerId = r.consumer;
+      batchLeaseMs = r.settings.visibilityMs;
     } finally {
       attaching = false;
       const held = early.splice(0);

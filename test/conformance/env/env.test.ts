@@ -564,6 +564,30 @@ describe('conformance: env (seeds/001)', function () {
       assert.deepEqual(after.body.messages.map((m: { state: string; attempts: number }) => [m.state, m.attempts]), [['ready', 1]]);
     });
 
+    it('stop() after the emulator went down waits for a hung batch no longer than its lease in real time (its clock cannot be asked)', async () => {
+      const own = await startTestEmulator();
+      try {
+        // The clock moved on before, as a test's may: an hour ahead of the wall clock.
+        await own.clock.advance(Math.max(0, Date.now() - own.clock.now()) + 3600 * SECOND);
+        const r = await httpCall(own, 'POST', '/v1/queues', { project, environment, slug: 'down' }, own.token);
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        let calls = 0;
+        const c = await runConsumer({ queue: () => { calls++; return new Promise(() => {}); } }, { url: own.url, token: own.token, project, environment, queue: 'down', maxBatchSize: 1, visibilityMs: 300, onError: () => {} });
+        const sender = createEnv({ url: own.url, token: own.token, project, environment });
+        await sender.queue.send('down', 'stuck');
+        await own.clock.advance(0);
+        await until(() => calls === 1, 'the batch in hand');
+        await sender.close();
+        await own.close();
+        // Before, the emulator's time was taken as the wall clock's here, an hour short of the lease
+        // end, and stop() waited that hour.
+        await c.stop();
+        assert.equal(calls, 1);
+      } finally {
+        await own.close();
+      }
+    });
+
     it('runConsumer stops when its signal aborts', async () => {
       await createQueue('signal');
       // The abort alone must detach the run: the test never calls stop() before it looks.
