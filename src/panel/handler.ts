@@ -213,7 +213,10 @@ export class PanelHandler {
   /** The emulator stopped or came back (the extension follows the lifecycle): tell the webview. */
   setConnection(up: boolean, message = 'the emulator is not running'): void {
     if (up) this.setUp();
-    else this.setDown(message);
+    else {
+      this.deletedSeen = false; // the emulator that comes back may be another one
+      this.setDown(message);
+    }
   }
 
   dispose(): void {
@@ -436,11 +439,13 @@ export class PanelHandler {
   private ensureLive(t: Transport) {
     if (this.disposed || (this.live && this.live.transport === t)) return;
     this.dropLive();
+    this.deletedSeen = false; // seen on another emulator, which may not be the one this reaches
     const live: NonNullable<PanelHandler['live']> = {
       transport: t,
       subscription: null,
       offEvent: t.onEvent((ev) => this.onServerEvent(ev)),
       offReconnect: t.onReconnect(() => {
+        this.deletedSeen = false; // the emulator back may be another one
         this.subscribe(live);
         this.setUp();
         this.changes.add({ kinds: ['reconnected'], ids: [], counts: null, at: Date.now() });

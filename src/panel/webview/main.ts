@@ -742,6 +742,7 @@ function onHostEvent(e: PanelEvent) {
       else void init();
       return;
     case 'deleted':
+      toldDeleted = true;
       showGone(DELETED);
       return;
     case 'show':
@@ -822,7 +823,11 @@ async function init(): Promise<void> {
   if (!ok && initAgain) await init();
 }
 
+/** `deleted` came while the current init ran: the host says so before its not_found answer. */
+let toldDeleted = false;
+
 async function loadQueue(): Promise<boolean> {
+  toldDeleted = false;
   try {
     const r = await request('init', {});
     st.queue = r.queue;
@@ -846,9 +851,9 @@ async function loadQueue(): Promise<boolean> {
     return true;
   } catch (e) {
     // (Another emulator may have taken over, without this queue: nothing of the last one's stays.)
-    // Not after `deleted` (the host says so first to a page rebuilt since): that says why.
+    // Not when the host just said `deleted` (to a page rebuilt since the delete): that says why.
     if (e instanceof RequestError && e.code === 'not_found') {
-      if (!st.deleted) showGone(`Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`);
+      if (!toldDeleted) showGone(`Queue ${ref.queue} not found in ${ref.namespace || 'the default namespace'}.`);
     }
     else fail(e, 'Could not open the queue');
     return false;

@@ -621,6 +621,19 @@ describe('queue panel webview (Chromium)', function () {
     await waitFor(async () => (await rowCount(p, '#msg-rows')) > 0, 'its messages');
   });
 
+  it('deleted in view, then another emulator without the queue takes over: "not found", as for any emulator without it', async () => {
+    const t = fixtureQueue();
+    p = await openPanel(browser, t);
+    await p.page.waitForSelector('#msg-rows tr');
+    await waitFor(() => t.subscriptionCount === 1, 'subscribed');
+    t.emitChange('queue_deleted');
+    await waitFor(async () => (await text(p, '#banner-text')) === 'This queue was deleted.', 'the deleted banner');
+    p.handler.setConnection(false, 'the emulator is starting');
+    t.failNext.set('queue.get', new QuaysideError('not_found', `queue ${t.queue} not found`));
+    p.handler.setConnection(true);
+    await waitFor(async () => (await text(p, '#banner-text')) === `Queue ${t.queue} not found in ${t.namespace}.`, 'the not-found banner');
+  });
+
   it('back on an emulator without the queue (another one took over), the panel shows nothing of the last one; back with it, all again', async () => {
     const t = fixtureQueue();
     p = await openPanel(browser, t);
