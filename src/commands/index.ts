@@ -392,7 +392,8 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       const ref = await pickQueue(t, arg, 'Export Messages');
       if (!ref) return;
       const given = isProgrammatic(arg) ? (arg as { format?: unknown; states?: unknown; file?: unknown }) : {};
-      let states = given.states as MessageView['state'][] | undefined;
+      // A caller's object that names no states exports every message (it skips the prompts).
+      let states = (given.states ?? (isProgrammatic(arg) ? ['ready', 'delayed', 'leased', 'dead'] : undefined)) as MessageView['state'][] | undefined;
       if (states === undefined) {
         // The dead ones in the queue's own words (env: failed messages).
         const words = deadWords((await t.request('queue.get', ref)).dialect);

@@ -183,7 +183,8 @@ export interface AttachOptions {
   /** How often to ping it. Default 15 s. */
   heartbeatMs?: number;
   /**
-   * How many pings in a row may go unanswered before it counts as gone. Default 3 (about 45 s): one
+   * How many pings in a row may go unanswered before it counts as gone. Default 3 (cut a period
+   * after the third: 45 s after the first unanswered ping, 60 s after the last answer): one
    * missed pong is often a busy or briefly paused emulator (a breakpoint), not a lost one.
    */
   missedPongs?: number;

@@ -265,6 +265,10 @@ describe('Quayside extension in VS Code', function () {
       const r = (await vscode.commands.executeCommand('quayside.exportMessages', { namespace: NS, queue: Q, format: 'json', states: ['ready', 'delayed', 'leased', 'dead'], file: json })) as { exported: number };
       assert.equal(r.exported, all.total);
       assert.deepEqual((JSON.parse(fs.readFileSync(json, 'utf8')) as { id: string }[]).map((m) => m.id), all.messages.map((m) => m.id));
+      // An object that names no states skips the prompt too: every message (a quick pick here would hang the call).
+      const every = path.join(dir, 'every.json');
+      const r2 = (await vscode.commands.executeCommand('quayside.exportMessages', { namespace: NS, queue: Q, format: 'json', file: every })) as { exported: number };
+      assert.equal(r2.exported, all.total);
       const nd = path.join(dir, 'dead.ndjson');
       const dead = (await vscode.commands.executeCommand('quayside.exportMessages', { namespace: NS, queue: Q, format: 'ndjson', states: ['dead'], file: nd })) as { exported: number };
       const lines = fs.readFileSync(nd, 'utf8').split('\n').filter(Boolean);
