@@ -15,6 +15,14 @@ export interface Timers {
   clear: (t: unknown) => void;
 }
 
+/**
+ * How often the tree tells VS Code what changed, at most. VS Code collects a tree's refreshes with
+ * a 200 ms debounce that starts again at each one (extHostTreeViews): refreshes closer together
+ * than that, as a steady stream of changes gives, are drawn only once the stream stops. So the
+ * window must be longer than 200 ms.
+ */
+export const TREE_REFRESH_MS = 250;
+
 const realTimers: Timers = { set: (fn, ms) => setTimeout(fn, ms), clear: (t) => clearTimeout(t as NodeJS.Timeout) };
 
 export function batchDebounce<T>(waitMs: number, run: (items: T[]) => void, timers: Timers = realTimers): Debounced<T> {

@@ -2,7 +2,7 @@
 // emulator's change events (one `subscribe` for everything) and refreshes, debounced.
 import * as vscode from 'vscode';
 import type { Transport } from '../../emulator/clients/transport';
-import { batchDebounce, type Debounced } from '../core/debounce';
+import { TREE_REFRESH_MS, batchDebounce, type Debounced } from '../core/debounce';
 import type { ClockMode } from '../core/emulatorClock';
 import { TreeModel, type ChangeEffect, type TreeNode } from './model';
 
@@ -28,7 +28,7 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
     opts: { debounceMs?: number; pageSize?: number } = {},
   ) {
     this.model = new TreeModel({ pageSize: opts.pageSize });
-    this.debounced = batchDebounce(opts.debounceMs ?? 150, (effects) => this.fire(TreeModel.merge(effects)));
+    this.debounced = batchDebounce(opts.debounceMs ?? TREE_REFRESH_MS, (effects) => this.fire(TreeModel.merge(effects)));
     this.disposers.push(
       transport.onEvent((e) => {
         if (e.event === 'clock') this.debounced.add(this.model.apply(e));

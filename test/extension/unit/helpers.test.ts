@@ -1,7 +1,7 @@
 import { strict as assert } from 'assert';
 import { QuaysideError } from '../../../emulator/errors';
 import { envNamespaceProblem, isProgrammatic, isUriLike, messageIdsFromArgs, messageRefFromArg, parseJsonBody, refFromArg, validateName } from '../../../src/core/args';
-import { batchDebounce } from '../../../src/core/debounce';
+import { TREE_REFRESH_MS, batchDebounce, type Timers } from '../../../src/core/debounce';
 import { advanceProblem, formatDuration, parseDuration } from '../../../src/core/duration';
 import { duration } from '../../../src/panel/webview/format';
 import { explainFailure, settingsCommand } from '../../../src/core/explain';
@@ -38,6 +38,59 @@ describe('extension: debouncing', () => {
     for (let i = 0; i < 5; i++) d.add(i);
     fire!();
     assert.deepEqual(runs, [[0, 1, 2, 3, 4]]);
+  });
+});
+
+describe('extension: the tree under a steady stream of changes', () => {
+  /** Timers on a clock the test moves. */
+  function manualTimers() {
+    let now = 0;
+    let seq = 0;
+    const due = new Map<number, { at: number; fn: () => void }>();
+    const timers: Timers = {
+      set: (fn, ms) => (due.set(++seq, { at: now + ms, fn }), seq),
+      clear: (t) => void due.delete(t as number),
+    };
+    const advanceTo = (t: number) => {
+      for (;;) {
+        const next = [...due.entries()].filter(([, d]) => d.at <= t).sort((a, b) => a[1].at - b[1].at)[0];
+        if (!next) break;
+        due.delete(next[0]);
+        now = next[1].at;
+        next[1].fn();
+      }
+      now = t;
+    };
+    return { timers, advanceTo, now: () => now };
+  }
+
+  it('VS Code, which draws a refresh only after 200 ms without another, still draws while changes keep coming', () => {
+    const clock = manualTimers();
+    // VS Code's tree view (extHostTreeViews): a debounce of 200 ms, leading, restarted by each refresh.
+    const drawn: number[] = [];
+    let handle: unknown;
+    let calls = 0;
+    const vscodeRefresh = () => {
+      calls++;
+      if (handle === undefined) drawn.push(clock.now());
+      if (handle !== undefined) clock.timers.clear(handle);
+      handle = clock.timers.set(() => {
+        handle = undefined;
+        if (calls > 1) drawn.push(clock.now());
+        calls = 0;
+      }, 200);
+    };
+    const tree = batchDebounce<number>(TREE_REFRESH_MS, () => vscodeRefresh(), clock.timers);
+    // A change every 20 ms for 10 s (a producer at 50 messages a second).
+    for (let t = 0; t < 10_000; t += 20) {
+      clock.advanceTo(t);
+      tree.add(t);
+    }
+    clock.advanceTo(10_000);
+    const whileBusy = drawn.filter((t) => t < 10_000);
+    assert.ok(whileBusy.length >= 10, `drawn ${whileBusy.length} times in 10 s of changes: ${whileBusy.slice(0, 5).join(', ')}`);
+    const gaps = whileBusy.slice(1).map((t, i) => t - whileBusy[i]);
+    assert.ok(Math.max(...gaps) <= 2 * TREE_REFRESH_MS, `the longest wait between draws was ${Math.max(...gaps)} ms`);
   });
 });
 
