@@ -106,9 +106,10 @@ export async function actOnAllDead(t: Transport, ref: QueueRef, action: DeadActi
   const list = () => listDeadIds(t, ref, { report: (done, total) => void (total > DEAD_LIST_PAGE && ui.progress?.('Listing', done, total)) });
   const ids = ui.listing ? await ui.listing(`Listing ${w.many} of ${name}`, list) : await list();
   if (ids.length === 0) return { listed: 0, done: 0 };
+  const one = ids.length === 1;
   const ok = await ui.confirm(
-    `${replay ? 'Replay' : 'Purge'} all ${plural(ids.length, w.one, w.many)} of ${name}?`,
-    replay ? 'They go back to the queue as ready messages with their attempts reset.' : 'They are deleted for good. This cannot be undone.',
+    `${replay ? 'Replay' : 'Purge'} ${one ? 'the' : 'all'} ${plural(ids.length, w.one, w.many)} of ${name}?`,
+    replay ? `${one ? 'It goes' : 'They go'} back to the queue as ${one ? 'a ready message' : 'ready messages'} with ${one ? 'its' : 'their'} attempts reset.` : gone(one),
     replay ? 'Replay All' : 'Purge All',
   );
   if (!ok) return undefined;
@@ -116,6 +117,9 @@ export async function actOnAllDead(t: Transport, ref: QueueRef, action: DeadActi
   const r = await ui.withProgress(`${label} ${w.many} of ${name}`, (progress) => actOnListed(t, ref, action, ids, sink(ui, label, progress)));
   return { listed: ids.length, ...r };
 }
+
+/** A purge's warning, for one message or several. */
+const gone = (one: boolean) => `${one ? 'It is' : 'They are'} deleted for good. This cannot be undone.`;
 
 /**
  * Replay or discard the given dead letters. A discard is confirmed first (a replay loses nothing);
@@ -133,7 +137,7 @@ export async function actOnSelectedDead(
   const unique = [...new Set(ids)];
   const what = plural(unique.length, w.one, w.many);
   const name = qname(ref);
-  if (action === 'purge' && !(await ui.confirm(`Discard ${what} from ${name}?`, 'They are deleted for good. This cannot be undone.', 'Discard'))) return undefined;
+  if (action === 'purge' && !(await ui.confirm(`Discard ${what} from ${name}?`, gone(unique.length === 1), 'Discard'))) return undefined;
   const label = action === 'replay' ? 'Replaying' : 'Discarding';
   const run = async (progress?: DeadProgress) => ({ done: (await actOnDeadIds(t, ref, action, unique, sink(ui, label, progress))).done });
   return unique.length > IDS_PER_REQUEST ? ui.withProgress(`${label} ${what} of ${name}`, run) : run();

@@ -107,11 +107,17 @@ export function messageDescription(m: MessageView, now: number, dialect?: Dialec
   }
 }
 
+/** Namespaces and queues alike: case aside, numbers as numbers (`9-items` before `10-items`). */
+const NAMES = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+function byName(a: string, b: string): number {
+  return NAMES.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
 export function messageTooltip(m: MessageView, dialect?: Dialect): string {
   const dead = deadWords(dialect).state;
   const lines = [
     `id: ${m.id}`,
-    `state: ${m.state === 'dead' ? dead : m.state}`,
+    `state: ${m.state === 'dead' ? dead : m.state === 'leased' ? 'in flight' : m.state}`,
     `attempts: ${m.attempts}`,
     `enqueued: ${new Date(m.enqueuedAt).toISOString()}`,
   ];
@@ -240,7 +246,7 @@ export class TreeModel {
   private byNamespace(): Map<string, QueueInfo[]> {
     if (this.sorted) return this.sorted;
     this.sorted = new Map();
-    for (const q of [...this.queues.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const q of [...this.queues.values()].sort((a, b) => byName(a.name, b.name))) {
       const list = this.sorted.get(q.namespace);
       if (list) list.push(q);
       else this.sorted.set(q.namespace, [q]);
@@ -313,7 +319,7 @@ export class TreeModel {
         this.rootError = (e as Error).message;
         return [this.node({ kind: 'error' as const, id: 'error:root', message: `Cannot list the queues: ${this.rootError}` })];
       }
-      const namespaces = [...this.byNamespace().keys()].sort();
+      const namespaces = [...this.byNamespace().keys()].sort(byName);
       return namespaces.map((ns) => this.namespaceNode(ns));
     }
     switch (n.kind) {

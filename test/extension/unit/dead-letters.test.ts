@@ -145,7 +145,8 @@ describe('extension: the shared replay / purge flow (palette and panel)', () => 
     fillDead(t, 1);
     const ui = new FakeDeadUi();
     await actOnAllDead(t, ref, 'purge', 'env', ui);
-    assert.equal(ui.confirms[0].question, 'Purge all 1 failed message of demo/jobs?');
+    assert.equal(ui.confirms[0].question, 'Purge the 1 failed message of demo/jobs?');
+    assert.equal(ui.confirms[0].detail, 'It is deleted for good. This cannot be undone.');
 
     const t2 = new FakeTransport();
     fillDead(t2, 1200);
@@ -170,7 +171,7 @@ describe('extension: the shared replay / purge flow (palette and panel)', () => 
     ui.answer = false;
     assert.equal(await actOnSelectedDead(t, ref, 'purge', [ids[2]], 'cache', ui), undefined);
     assert.equal(t.callsOf('dead.purge').length, 0);
-    assert.deepEqual(ui.confirms, [{ question: 'Discard 1 dead letter from demo/jobs?', detail: 'They are deleted for good. This cannot be undone.', button: 'Discard' }]);
+    assert.deepEqual(ui.confirms, [{ question: 'Discard 1 dead letter from demo/jobs?', detail: 'It is deleted for good. This cannot be undone.', button: 'Discard' }]);
 
     ui.answer = true;
     const rest = ids.slice(2);

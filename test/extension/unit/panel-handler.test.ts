@@ -261,7 +261,7 @@ describe('panel handler (host side of the queue panel)', () => {
     await handler.dispatch('purge', {});
     assert.deepEqual(
       ui.confirms.map((c) => c.message),
-      ['Discard 1 failed message from demo/jobs?', 'Replay all 2 failed messages of demo/jobs?', 'Purge all 1 failed message of demo/jobs?', 'Purge 2 live messages from jobs?'],
+      ['Discard 1 failed message from demo/jobs?', 'Replay all 2 failed messages of demo/jobs?', 'Purge the 1 failed message of demo/jobs?', 'Purge 2 live messages from jobs?'],
     );
     assert.match(ui.confirms[3].detail, /\(failed messages stay\)/);
     assert.deepEqual(ui.progressTitles, ['Replaying failed messages of demo/jobs', 'Purging failed messages of demo/jobs', 'Purging jobs']);

@@ -1,6 +1,6 @@
 import { strict as assert } from 'assert';
 import { bodyPreview } from '../../../src/core/wording';
-import { CONTEXT, TreeModel, countsDescription, countsDetail, folderLabel, messageDescription, type TreeNode } from '../../../src/tree/model';
+import { CONTEXT, TreeModel, countsDescription, countsDetail, folderLabel, messageDescription, messageTooltip, type TreeNode } from '../../../src/tree/model';
 import { ScriptedTransport, change, message, queue } from './ext-fakes';
 
 async function tree(t: ScriptedTransport, opts: { pageSize?: number } = {}) {
@@ -62,6 +62,22 @@ describe('extension: tree model', () => {
     assert.equal(m.view(envFolders[1]).label, 'Failed');
     assert.equal(m.view(envFolders[1]).contextValue, CONTEXT.deadLettersEmpty);
     assert.equal(m.deadTotal(), 4);
+  });
+
+  it('namespaces and queues sort alike: case aside, numbers as numbers', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('acme', 'x'), queue('Zeta-ns', 'x'), queue('shop', 'Zebra'), queue('shop', '10-items'), queue('shop', 'alpha'), queue('shop', '9-items')];
+    const m = await tree(t);
+    const ns = await m.children();
+    const name = (n: TreeNode) => (n.kind === 'namespace' ? n.namespace : n.kind);
+    assert.deepEqual(ns.map(name), ['acme', 'shop', 'Zeta-ns']);
+    const shop = ns[1];
+    assert.deepEqual((await m.children(shop)).map((n) => (n.kind === 'queue' ? n.queue : n.kind)), ['9-items', '10-items', 'alpha', 'Zebra']);
+  });
+
+  it('a leased message\'s tooltip says "in flight", as its description and the queue\'s counts do', () => {
+    assert.match(messageTooltip(message('m1', 'leased')), /^state: in flight$/m);
+    assert.match(messageTooltip(message('m2', 'dead'), 'env'), /^state: failed$/m);
   });
 
   it('messages are peeked (never pulled), a page at a time, with a load-more node', async () => {
