@@ -16,7 +16,7 @@ import { workspaceFolders } from '../config';
 import type { TreeNode } from '../tree/model';
 import type { QueueTreeProvider } from '../tree/provider';
 import { confirm, pickMessage, pickNamespace, pickQueue, withProgress, withStatusProgress } from './ui';
-import { NEW_NAMESPACE_LABEL, deadLetterItem, messagePickHint, type NamespaceItem } from './picks';
+import { NEW_NAMESPACE_LABEL, deadLetterItem, dialectItems, messagePickHint, type NamespaceItem } from './picks';
 import { MESSAGE_SCHEME, messageUri, type MessageDocuments } from '../messageDocs';
 import { checkAttributes, checkDedupeKey, typedDelayProblem } from '../panel/validate';
 import { isPanelTab, type ExportFormat, type PanelTab } from '../panel/messages';
@@ -244,14 +244,7 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (!name) return;
       let dialect = a.dialect;
       if (!dialect) {
-        const picked = await vscode.window.showQuickPick(
-          [
-            { label: 'cache', description: 'push / pull / ack / nack, dead letters (5 deliveries, 30 s lease)' },
-            { label: 'env', description: 'send / consumer apps / HTTP API, "Failed" area (maxRetries 3)' },
-            { label: 'sync', description: 'send / recv / stream, dlq (10 deliveries)' },
-          ],
-          { title: 'Create Queue (3/3): dialect' },
-        );
+        const picked = await vscode.window.showQuickPick(dialectItems(tree.model.dialectsIn(namespace)), { title: 'Create Queue (3/3): dialect' });
         dialect = picked?.label as Dialect | undefined;
       }
       if (!dialect || !DIALECTS.includes(dialect)) return;

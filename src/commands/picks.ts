@@ -13,6 +13,21 @@ export function plain(text: string): string {
   return text.replace(/\$\(/g, '\\$(');
 }
 
+const DIALECT_ITEMS: readonly { label: Dialect; description: string }[] = [
+  { label: 'cache', description: 'push / pull / ack / nack, dead letters (5 deliveries, 30 s lease)' },
+  { label: 'env', description: 'send / consumer apps / HTTP API, "Failed" area (maxRetries 3)' },
+  { label: 'sync', description: 'send / recv / stream, dlq (10 deliveries)' },
+];
+
+/**
+ * Create Queue's dialect step: the dialect of the namespace's own queues first (the pick's first
+ * item is the one Enter takes), the others after in their usual order.
+ */
+export function dialectItems(inNamespace: readonly Dialect[]) {
+  const count = (d: Dialect) => inNamespace.filter((x) => x === d).length;
+  return [...DIALECT_ITEMS].sort((a, b) => count(b.label) - count(a.label));
+}
+
 /** Peek Messages: one message (a dead one in its queue's word: env says "failed"). */
 export function peekItem(m: MessageView, dialect?: Dialect) {
   const state = m.state === 'dead' ? deadWords(dialect).state : m.state;

@@ -5,7 +5,7 @@ import { LIMITS, type ChangeEvent, type Dialect, type MessageView, type QueueCou
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
 import { EmulatorClock, oldestWaitAt } from '../core/emulatorClock';
-import { bodyPreview, deadAreaLabel, deadWords, formatCount } from '../core/wording';
+import { bodyPreview, deadAreaLabel, deadNoun, deadWords, formatCount } from '../core/wording';
 
 export type FolderKind = 'messages' | 'dead';
 
@@ -233,6 +233,18 @@ export class TreeModel {
     let n = 0;
     for (const q of this.queues.values()) n += q.counts.dead;
     return n;
+  }
+
+  /** The dialects of a namespace's queues, one per queue (as far as the tree has read them). */
+  dialectsIn(namespace: string): Dialect[] {
+    return this.queuesIn(namespace).map((q) => q.dialect);
+  }
+
+  /** The view's badge tooltip: dead letters and env failed messages each in their own words. */
+  deadTooltip(): string {
+    const by = new Map<boolean, number>();
+    for (const q of this.queues.values()) if (q.counts.dead) by.set(q.dialect === 'env', (by.get(q.dialect === 'env') ?? 0) + q.counts.dead);
+    return [false, true].filter((env) => by.has(env)).map((env) => `${formatCount(by.get(env)!)} ${deadNoun(env ? 'env' : undefined, by.get(env)!)}`).join(', ');
   }
 
   queueInfo(namespace: string, queue: string): QueueInfo | undefined {

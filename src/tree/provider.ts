@@ -105,7 +105,7 @@ export class QueueTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsc
   private updateBadge(): void {
     if (!this.view) return;
     const dead = this.model.deadTotal();
-    this.view.badge = dead > 0 ? { value: dead, tooltip: `${dead} dead ${dead === 1 ? 'letter' : 'letters'}` } : undefined;
+    this.view.badge = dead > 0 ? { value: dead, tooltip: this.model.deadTooltip() } : undefined;
     void vscode.commands.executeCommand('setContext', 'quayside.empty', this.running && this.model.isEmpty);
   }
 

@@ -1,7 +1,7 @@
 // What the palette's commands show and offer, as plain data: quick-pick items, message documents,
 // and which fixes an (old) error toast may still run.
 import assert from 'node:assert/strict';
-import { NEW_NAMESPACE_LABEL, deadLetterItem, messageItems, messagePickHint, namespaceItems, peekItem, plain } from '../../../src/commands/picks';
+import { NEW_NAMESPACE_LABEL, deadLetterItem, dialectItems, messageItems, messagePickHint, namespaceItems, peekItem, plain } from '../../../src/commands/picks';
 import { fixStillApplies } from '../../../src/core/explain';
 import { messageText } from '../../../src/core/messageText';
 import { attemptsText } from '../../../src/tree/model';
@@ -88,5 +88,13 @@ describe('extension: command quick picks and documents', () => {
     assert.equal(fixStillApplies('useFreePort', 'starting'), false);
     assert.equal(fixStillApplies('openSettings', 'running'), true);
     assert.equal(fixStillApplies('showLog', 'running'), true);
+  });
+});
+
+describe('extension: Create Queue\'s dialect step', () => {
+  it('offers the dialect of the namespace\'s own queues first (Enter takes it), the others in their usual order', () => {
+    assert.deepEqual(dialectItems([]).map((i) => i.label), ['cache', 'env', 'sync']);
+    assert.deepEqual(dialectItems(['env', 'env']).map((i) => i.label), ['env', 'cache', 'sync']);
+    assert.deepEqual(dialectItems(['sync', 'cache', 'sync']).map((i) => i.label), ['sync', 'cache', 'env']);
   });
 });

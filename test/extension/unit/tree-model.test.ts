@@ -62,6 +62,7 @@ describe('extension: tree model', () => {
     assert.equal(m.view(envFolders[1]).label, 'Failed');
     assert.equal(m.view(envFolders[1]).contextValue, CONTEXT.deadLettersEmpty);
     assert.equal(m.deadTotal(), 4);
+    assert.equal(m.deadTooltip(), '4 dead letters');
   });
 
   it('namespaces and queues sort alike: case aside, numbers as numbers', async () => {
@@ -73,6 +74,15 @@ describe('extension: tree model', () => {
     assert.deepEqual(ns.map(name), ['acme', 'shop', 'Zeta-ns']);
     const shop = ns[1];
     assert.deepEqual((await m.children(shop)).map((n) => (n.kind === 'queue' ? n.queue : n.kind)), ['9-items', '10-items', 'alpha', 'Zebra']);
+  });
+
+  it('the view\'s badge tooltip names env failed messages as env does', async () => {
+    const t = new ScriptedTransport();
+    t.queues = [queue('a', 'mail', { dead: 5 }), queue('p/e', 'orders', { dead: 1 }, 'env'), queue('b', 'jobs', { dead: 1 })];
+    const m = await tree(t);
+    await m.children();
+    assert.equal(m.deadTotal(), 7);
+    assert.equal(m.deadTooltip(), '6 dead letters, 1 failed message');
   });
 
   it('a leased message\'s tooltip says "in flight", as its description and the queue\'s counts do', () => {
