@@ -470,13 +470,14 @@ export async function runConsumer<Body = unknown, E = ConsumerEnv>(
       if (left <= 0) return;
       const wake = new AbortController();
       // The batch may finish while the emulator's time is asked (a long wait while it is down).
+      // 'over': the batch finished, or its lease ran out in real time while the clock was asked.
       const now = await Promise.race([
-        h.work.then(() => 'finished' as const),
-        pause(left, wake.signal).then(() => 'finished' as const),
+        h.work.then(() => 'over' as const),
+        pause(left, wake.signal).then(() => 'over' as const),
         transport.request('clock.now', {}, { signal: wake.signal }).then((r) => r.now, () => null),
       ]);
       wake.abort();
-      if (now === 'finished' || (now !== null && now >= h.leaseUntil)) return;
+      if (now === 'over' || (now !== null && now >= h.leaseUntil)) return;
       const step = Math.min(100, h.realEnd - Date.now(), now === null ? 100 : h.leaseUntil - now);
       const nap = new AbortController();
       const finished = await Promise.race([h.work.then(() => true), pause(Math.max(step, 0), nap.signal).then(() => false)]);

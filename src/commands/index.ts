@@ -19,7 +19,7 @@ import { confirm, pickMessage, pickNamespace, pickQueue, withProgress, withStatu
 import { NEW_NAMESPACE_LABEL, deadLetterItem, dialectItems, messagePickHint, type NamespaceItem } from './picks';
 import { MESSAGE_SCHEME, messageUri, type MessageDocuments } from '../messageDocs';
 import { checkAttributes, checkDedupeKey, typedDelayProblem } from '../panel/validate';
-import { isPanelTab, type ExportFormat, type PanelTab } from '../panel/messages';
+import { ALL_STATES, isPanelTab, type ExportFormat, type PanelTab } from '../panel/messages';
 import { PanelHandler } from '../panel/handler';
 import { vscodeUi } from '../panel';
 import { arrivedNote, capital, deadWords, qname } from '../core/wording';
@@ -384,15 +384,16 @@ export function registerCommands(c: CommandContext): vscode.Disposable[] {
       if (!(await ensureRunning(arg))) return;
       const ref = await pickQueue(t, arg, 'Export Messages');
       if (!ref) return;
-      const given = isProgrammatic(arg) ? (arg as { format?: unknown; states?: unknown; file?: unknown }) : {};
+      const programmatic = isProgrammatic(arg);
+      const given = programmatic ? (arg as { format?: unknown; states?: unknown; file?: unknown }) : {};
       // A caller's object that names no states exports every message (it skips the prompts).
-      let states = (given.states ?? (isProgrammatic(arg) ? ['ready', 'delayed', 'leased', 'dead'] : undefined)) as MessageView['state'][] | undefined;
+      let states = (given.states ?? (programmatic ? [...ALL_STATES] : undefined)) as MessageView['state'][] | undefined;
       if (states === undefined) {
         // The dead ones in the queue's own words (env: failed messages).
         const words = deadWords((await t.request('queue.get', ref)).dialect);
         const what = await vscode.window.showQuickPick(
           [
-            { label: 'Every message', detail: `ready, delayed, in flight and ${words.state}`, states: ['ready', 'delayed', 'leased', 'dead'] as MessageView['state'][] },
+            { label: 'Every message', detail: `ready, delayed, in flight and ${words.state}`, states: [...ALL_STATES] },
             { label: 'Live messages', detail: 'ready, delayed and in flight', states: ['ready', 'delayed', 'leased'] as MessageView['state'][] },
             { label: capital(words.many), states: ['dead'] as MessageView['state'][] },
           ],

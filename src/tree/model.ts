@@ -5,7 +5,7 @@ import { LIMITS, type ChangeEvent, type Dialect, type MessageView, type QueueCou
 import type { Transport } from '../../emulator/clients/transport';
 import { formatDuration } from '../core/duration';
 import { EmulatorClock, oldestWaitAt } from '../core/emulatorClock';
-import { bodyPreview, deadAreaLabel, deadNoun, deadWords, formatCount } from '../core/wording';
+import { bodyPreview, deadAreaLabel, deadWords, formatCount, plural } from '../core/wording';
 
 export type FolderKind = 'messages' | 'dead';
 
@@ -242,9 +242,14 @@ export class TreeModel {
 
   /** The view's badge tooltip: dead letters and env failed messages each in their own words. */
   deadTooltip(): string {
-    const by = new Map<boolean, number>();
-    for (const q of this.queues.values()) if (q.counts.dead) by.set(q.dialect === 'env', (by.get(q.dialect === 'env') ?? 0) + q.counts.dead);
-    return [false, true].filter((env) => by.has(env)).map((env) => `${formatCount(by.get(env)!)} ${deadNoun(env ? 'env' : undefined, by.get(env)!)}`).join(', ');
+    let dead = 0;
+    let failed = 0;
+    for (const q of this.queues.values()) {
+      if (q.dialect === 'env') failed += q.counts.dead;
+      else dead += q.counts.dead;
+    }
+    const said = (n: number, w: ReturnType<typeof deadWords>) => (n ? [plural(n, w.one, w.many)] : []);
+    return [...said(dead, deadWords(undefined)), ...said(failed, deadWords('env'))].join(', ');
   }
 
   queueInfo(namespace: string, queue: string): QueueInfo | undefined {

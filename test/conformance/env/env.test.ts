@@ -560,8 +560,8 @@ describe('conformance: env (seeds/001)', function () {
       // The emulator's clock did not move: the batch is still leased there, and comes back when it does.
       assert.deepEqual(peek.body.messages.map((m: { state: string; attempts: number }) => [m.state, m.attempts]), [['leased', 1]]);
       await emu.clock.advance(300);
-      const after = await api('GET', `/v1/queues/${q.id}/messages`);
-      assert.deepEqual(after.body.messages.map((m: { state: string; attempts: number }) => [m.state, m.attempts]), [['ready', 1]]);
+      const later = await api('GET', `/v1/queues/${q.id}/messages`);
+      assert.deepEqual(later.body.messages.map((m: { state: string; attempts: number }) => [m.state, m.attempts]), [['ready', 1]]);
     });
 
     it('stop() after the emulator went down waits for a hung batch no longer than its lease in real time (its clock cannot be asked)', async () => {
