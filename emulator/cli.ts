@@ -10,11 +10,11 @@ import { QuaysideError } from './errors';
 
 const USAGE = `quayside <command> [options]
 
-  start        run the emulator        --port ${DEFAULT_PORT} --host 127.0.0.1 --data .quayside | --memory
+  start        run the emulator        --port ${DEFAULT_PORT} (or QUAYSIDE_PORT) --host 127.0.0.1 --data .quayside | --memory
                                        --token T --clock virtual --durability normal|full --free-tier
                                        --config quayside.json --json --exit-with-parent
   queues       list queues             [--ns NAMESPACE]
-  create Q     create a queue          --ns NAMESPACE --dialect cache|env|sync
+  create Q     create a queue          --ns NAMESPACE [--dialect cache|env|sync] (cache if not given)
   delete Q     delete a queue          --ns NAMESPACE --yes
   push Q BODY  push a JSON body        --ns NAMESPACE [--delay MS] [--dedupe KEY] [--attributes JSON] [--dialect D]
                                        (BODY "-" reads stdin; attributes are kept and shown, and env consumers get them;
@@ -83,7 +83,12 @@ export function parseArgs(argv: string[]): Args {
   return out;
 }
 
-class UsageError extends Error {}
+class UsageError extends Error {
+  /** Whether the whole usage text helps (no command, or one that does not exist); else one line points to it. */
+  constructor(message: string, readonly withUsage = false) {
+    super(message);
+  }
+}
 
 /** The options each command takes; any other is a usage error, so a misspelt --delay never pushes at once. */
 const CLIENT_FLAGS = ['url', 'token', 'json', 'help'];
@@ -114,7 +119,7 @@ const COMMAND_ARGS: Record<string, string[]> = {
 
 function checkFlags(cmd: string, args: Args): void {
   const known = COMMAND_FLAGS[cmd];
-  if (!known) throw new UsageError(`unknown command "${cmd}"`);
+  if (!known) throw new UsageError(`unknown command "${cmd}"`, true);
   const takes = COMMAND_ARGS[cmd];
   const extra = args._.slice(1 + takes.length);
   if (extra.length > 0) {
@@ -203,6 +208,14 @@ function intFlag(args: Args, name: string, min = 0, max = Number.MAX_SAFE_INTEGE
   return n;
 }
 
+/** QUAYSIDE_PORT, read as strictly as --port: plain digits (a blank, 0x0 or 1e0 is no port, not a random one). */
+function envPort(): number | undefined {
+  const v = process.env.QUAYSIDE_PORT;
+  if (v === undefined || v === '') return undefined;
+  if (!/^\d{1,5}$/.test(v)) throw new UsageError(`QUAYSIDE_PORT must be a whole number from 0 to 65535, got "${v.slice(0, 60)}"`);
+  return Number(v);
+}
+
 const STATES: readonly MessageView['state'][] = ['ready', 'delayed', 'leased', 'dead'];
 
 /** A page's footer when more follow: a table that stops at its limit must not pass for the whole list. */
@@ -217,7 +230,8 @@ function statesFlag(args: Args): MessageView['state'][] | undefined {
   // `failed`: the env dialect's name for its dead messages (its failed area).
   const states = v.split(',').map((x) => (x.trim() === 'failed' ? 'dead' : x.trim()));
   const bad = states.find((x) => !(STATES as readonly string[]).includes(x));
-  if (v.trim() === '' || bad === '') throw new UsageError('--state names no state; give ready, delayed, leased or dead (failed, as env calls it; comma-separated), or leave it out for the live ones');
+  if (v.trim() === '') throw new UsageError('--state names no state; give ready, delayed, leased or dead (failed, as env calls it; comma-separated), or leave it out for the live ones');
+  if (bad === '') throw new UsageError(`--state has an empty state in "${v.slice(0, 60)}"; give states separated by single commas (ready,leased)`);
   if (bad !== undefined) throw new UsageError(`--state: unknown state "${bad}"; states are ${STATES.join(', ')} (failed: dead, as env calls it)`);
   return states as MessageView['state'][];
 }
@@ -253,25 +267,27 @@ async function start(args: Args): Promise<void> {
   };
   // Every option is read and checked before anything starts: a usage error leaves nothing running.
   let port: number, host: string, memory: boolean, dataDir: string | undefined, token: string | undefined, configFlag: string | undefined;
+  let clockFlag: string, durability: string;
   try {
     checkFlags('start', args);
     if (args._.length > 1) throw new UsageError(`start takes no arguments, got "${args._.slice(1).join(' ')}"`);
-    port = intFlag(args, 'port') ?? (process.env.QUAYSIDE_PORT ? Number(process.env.QUAYSIDE_PORT) : DEFAULT_PORT);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`the port must be a whole number from 0 to 65535, got "${flag(args, 'port') ?? process.env.QUAYSIDE_PORT}"`);
+    port = intFlag(args, 'port') ?? envPort() ?? DEFAULT_PORT;
+    if (port > 65535) throw new UsageError(`the port must be a whole number from 0 to 65535, got "${flag(args, 'port') ?? process.env.QUAYSIDE_PORT}"`);
     host = nonEmptyFlag(args, 'host') ?? '127.0.0.1';
     memory = args.flags.memory === true;
     if (memory && args.flags.data !== undefined) throw new UsageError('--memory and --data exclude each other');
     dataDir = memory ? undefined : path.resolve(nonEmptyFlag(args, 'data') ?? '.quayside');
     token = flag(args, 'token') ?? (process.env.QUAYSIDE_TOKEN || undefined); // set but empty is unset
     configFlag = nonEmptyFlag(args, 'config');
+    clockFlag = flag(args, 'clock') ?? 'system';
+    if (clockFlag !== 'system' && clockFlag !== 'virtual') throw new UsageError(`--clock must be system or virtual, got "${clockFlag}"`);
+    durability = flag(args, 'durability') ?? 'normal';
+    if (durability !== 'normal' && durability !== 'full') throw new UsageError(`--durability must be normal or full, got "${durability}"`);
   } catch (e) {
+    // Every usage error of start, --clock with no value too, in start's own form (a JSON event on stdout with --json).
     if (e instanceof UsageError) return fail('usage', e.message);
     throw e;
   }
-  const clockFlag = flag(args, 'clock') ?? 'system';
-  if (clockFlag !== 'system' && clockFlag !== 'virtual') fail('usage', `--clock must be system or virtual, got "${clockFlag}"`);
-  const durability = flag(args, 'durability') ?? 'normal';
-  if (durability !== 'normal' && durability !== 'full') fail('usage', `--durability must be normal or full, got "${durability}"`);
 
   let mod: typeof import('./emulator');
   try {
@@ -383,6 +399,11 @@ function printable(v: unknown): string {
   });
 }
 
+/** A namespace or queue name in a table: quoted when a blank at either end (or no text) would hide what it is. */
+function shownName(name: string): string {
+  return name === '' || name.trim() !== name ? JSON.stringify(name) : name;
+}
+
 /**
  * A body as indented JSON for a terminal. JSON escapes C0 controls but leaves C1 controls (U+009B
  * starts an escape sequence on some terminals), line separators and bidi overrides as they are:
@@ -437,10 +458,12 @@ async function client(cmd: string, args: Args): Promise<void> {
   try {
     switch (cmd) {
       case 'queues': {
+        // Given but empty (an unset variable in a script) is a usage error, not "every namespace".
         const namespace = flag(args, 'ns', 'namespace');
-        const { queues } = await conn.request('queue.list', namespace ? { namespace } : {});
+        if (namespace === '') throw new UsageError('--ns needs a value; leave it out to list the queues of every namespace');
+        const { queues } = await conn.request('queue.list', namespace !== undefined ? { namespace } : {});
         // DEAD / FAILED: an env queue's dead messages are its failed area.
-        out(queues, queues.length === 0 ? 'no queues' : table(queues.map((q: QueueInfo) => [q.namespace, q.name, q.dialect, q.counts.ready, q.counts.delayed, q.counts.leased, q.counts.dead]), ['NAMESPACE', 'QUEUE', 'DIALECT', 'READY', 'DELAYED', 'IN FLIGHT', 'DEAD / FAILED']));
+        out(queues, queues.length === 0 ? 'no queues' : table(queues.map((q: QueueInfo) => [shownName(q.namespace), shownName(q.name), q.dialect, q.counts.ready, q.counts.delayed, q.counts.leased, q.counts.dead]), ['NAMESPACE', 'QUEUE', 'DIALECT', 'READY', 'DELAYED', 'IN FLIGHT', 'DEAD / FAILED']));
         break;
       }
       case 'create': {
@@ -460,7 +483,8 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'push': {
         const queue = need(args, 1, 'queue name');
         const text = need(args, 2, 'BODY (JSON, or - for stdin)');
-        const raw = text === '-' ? await readStdin() : text;
+        // A file saved by a Windows editor starts with a byte order mark, which is not JSON's.
+        const raw = text === '-' ? (await readStdin()).replace(/^\uFEFF/, '') : text;
         const body = jsonArg(raw, 'BODY');
         const namespace = ns(args);
         // A missing queue is made as --dialect says (a sync tenant's queue before its worker first
@@ -513,7 +537,14 @@ async function client(cmd: string, args: Args): Promise<void> {
         const text = format === 'ndjson' ? all.map((m) => JSON.stringify(m) + '\n').join('') : JSON.stringify(all, null, 2) + '\n';
         if (file === undefined) process.stdout.write(text);
         else {
-          fs.writeFileSync(file, text);
+          try {
+            fs.writeFileSync(file, text);
+          } catch (e) {
+            const err = e as NodeJS.ErrnoException;
+            const why = err.code === 'EISDIR' ? 'it is a directory' : err.code === 'ENOENT' ? 'its directory does not exist' : err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied' : err.code === 'ENOSPC' ? 'the disk is full' : err.message;
+            // The CLI's own code (the file is not the emulator's business), as data_dir and config are.
+            throw Object.assign(new Error(`cannot write --out ${file}: ${why}${err.code ? ` (${err.code})` : ''}; nothing was exported`), { code: 'out_file' });
+          }
           out({ exported: all.length, file: path.resolve(file) }, `exported ${all.length} message(s) to ${path.resolve(file)}`);
         }
         break;
@@ -576,6 +607,10 @@ async function client(cmd: string, args: Args): Promise<void> {
           const q = await conn.request('queue.get', { namespace: ns(args), queue });
           const what = q.dialect === 'env' ? 'failed message' : 'dead letter';
           const n = q.counts.dead;
+          if (n === 0) {
+            out({ purged: 0 }, `no ${what}s to purge`);
+            break;
+          }
           if (!(await ask(`Delete ${n === 1 ? `the 1 ${what}` : `all ${n} ${what}s`} of ${queue} in ${ns(args)}, for good? [y/N] `))) {
             out({ purged: 0 }, 'nothing purged');
             break;
@@ -595,7 +630,7 @@ async function client(cmd: string, args: Args): Promise<void> {
       case 'audit': {
         const namespace = flag(args, 'ns', 'namespace');
         const r = await conn.request('audit.list', { namespace, limit: intFlag(args, 'limit', 1, LIMITS.maxAuditEntries) ?? 50 });
-        out(r, table(r.entries.map((e) => [when(e.at), e.token, e.tokenId ?? '-', e.namespace, e.queue, e.action, e.count]), ['AT', 'TOKEN', 'TOKEN ID', 'NAMESPACE', 'QUEUE', 'ACTION', 'COUNT']));
+        out(r, table(r.entries.map((e) => [when(e.at), e.token, e.tokenId ?? '-', shownName(e.namespace), shownName(e.queue), e.action, e.count]), ['AT', 'TOKEN', 'TOKEN ID', 'NAMESPACE', 'QUEUE', 'ACTION', 'COUNT']));
         break;
       }
       case 'advance': {
@@ -658,19 +693,21 @@ function inCliTerms(e: unknown, cmd: string): unknown {
 export async function main(argv: string[]): Promise<void> {
   const args = parseArgs(argv);
   const cmd = args._[0];
-  if (args.flags.help === true || cmd === 'help' || argv.length === 0) {
+  // `quayside bogus --help` is a typo, not a request for help: it fails as `quayside bogus` does.
+  if ((args.flags.help === true && (cmd === undefined || Object.hasOwn(COMMAND_FLAGS, cmd))) || cmd === 'help' || argv.length === 0) {
     process.stdout.write(USAGE + '\n');
     return;
   }
-  if (!cmd && Object.keys(args.flags).length === 1 && args.flags.version === true) {
-    process.stdout.write(`quayside ${packageVersion()}\n`);
+  const flagNames = Object.keys(args.flags);
+  if (!cmd && args.flags.version === true && flagNames.every((f) => f === 'version' || (f === 'json' && args.flags.json === true))) {
+    process.stdout.write(args.flags.json === true ? JSON.stringify({ version: packageVersion() }) + '\n' : `quayside ${packageVersion()}\n`);
     return;
   }
   try {
     // Options with no command (`quayside --bogus`) are a usage error, not a quiet usage text.
     const first = Object.keys(args.flags)[0];
     if (!cmd && (first === 'help' || first === 'version') && args.flags[first] !== true) throw new UsageError(`--${first} takes no value; give --${first} alone`);
-    if (!cmd) throw new UsageError(`no command given; an option (--${first}) goes after one: quayside <command> [options]`);
+    if (!cmd) throw new UsageError(`no command given; an option (--${first}) goes after one: quayside <command> [options]`, true);
     if (cmd === 'start') await start(args);
     else await client(cmd, args);
   } catch (e) {
@@ -684,11 +721,29 @@ export async function main(argv: string[]): Promise<void> {
       const { resetAt, details } = err as { resetAt?: number; details?: Record<string, unknown> };
       process.stderr.write(JSON.stringify({ error: { code: usage ? 'usage' : err.code ?? 'internal', message: err.message, ...(resetAt !== undefined ? { resetAt } : {}), ...(details ? { details } : {}) } }) + '\n');
     } else if (usage) {
-      process.stderr.write(`quayside: ${err.message}\n\n${USAGE}\n`);
+      // A typo in an option needs its one line, not thirty lines of usage after it.
+      process.stderr.write(`quayside: ${err.message}\n` + (e.withUsage ? `\n${USAGE}\n` : 'quayside --help lists every command and option\n'));
     } else {
       process.stderr.write(`quayside: ${err.code ? err.code + ': ' : ''}${err.message}\n`);
     }
   }
 }
 
-if (require.main === module) void main(process.argv.slice(2));
+/**
+ * The reader of our output went away (`quayside export q | head -1`): a quiet end, as for any Unix
+ * filter, never a stack trace. A running emulator (`start`) goes on serving without its output.
+ */
+function quietWhenReaderGoes(serving: boolean): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE' && e.code !== 'ERR_STREAM_DESTROYED') throw e;
+      if (!serving) process.exit(process.exitCode ?? 0);
+    });
+  }
+}
+
+if (require.main === module) {
+  const argv = process.argv.slice(2);
+  quietWhenReaderGoes(argv[0] === 'start');
+  void main(argv);
+}

@@ -605,3 +605,133 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
     assert.deepEqual((await emu.engine.listQueues({ namespace: 'plain' })).queues, [], 'nothing was made');
   });
 });
+
+describe('quayside CLI: in a pipeline and in a script', function () {
+  // Runs about twenty CLI processes through tsx, one after another.
+  this.timeout(120_000);
+  let emu: VirtualEmulator;
+  let conn: string[];
+  before(async () => {
+    emu = await startEmulator({ memory: true, clock: 'virtual' });
+    conn = ['--url', emu.url, '--token', emu.token];
+  });
+  after(() => emu.close());
+
+  /** Runs the CLI with its stdout read only until the first chunk, as `… | head -1` does; its exit code and stderr. */
+  function closedEarly(argv: string[]): Promise<{ code: number | null; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(tsx, [cli, ...argv]);
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d));
+      child.stdout.once('data', () => child.stdout.destroy());
+      const timer = setTimeout(() => child.kill(), 60_000);
+      child.on('error', reject);
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr });
+      });
+    });
+  }
+
+  it('a reader that stops early (| head -1) ends peek, export and dead quietly (exit 0), with no stack trace', async () => {
+    // Far more than a pipe's 64 KiB buffer in every command's output.
+    const pad = 'x'.repeat(150);
+    await emu.engine.pushBatch({ namespace: 'pipe', queue: 'big', messages: Array.from({ length: 1000 }, (_, i) => ({ body: { i, pad } })), create: 'cache' });
+    await emu.engine.createQueue({ namespace: 'pipe', queue: 'graves', dialect: 'cache' });
+    await emu.engine.pushBatch({ namespace: 'pipe', queue: 'graves', messages: Array.from({ length: 600 }, (_, i) => ({ body: { i, pad } })) });
+    const { messages } = await emu.engine.pull({ namespace: 'pipe', queue: 'graves', max: 600 });
+    for (const m of messages) await emu.engine.nack({ receipt: m.receipt, dead: true, error: 'e'.repeat(200) });
+    for (const argv of [
+      ['peek', 'big', '--limit', '1000'],
+      ['export', 'big'],
+      ['export', 'big', '--format', 'ndjson'],
+      ['dead', 'graves', '--limit', '1000'],
+    ]) {
+      const { code, stderr } = await closedEarly([...argv, '--ns', 'pipe', ...conn]);
+      assert.equal(stderr, '', argv.join(' '));
+      assert.equal(code, 0, argv.join(' '));
+    }
+  });
+
+  it('start --json reports every usage error as its error event on stdout, --clock or --durability with no value too', async () => {
+    for (const flagged of ['--clock', '--durability']) {
+      const e = await fails(run(tsx, [cli, 'start', '--memory', '--port', '0', '--json', flagged]));
+      assert.equal(e?.code, 64, flagged);
+      assert.deepEqual(JSON.parse(e!.stdout), { event: 'error', code: 'usage', message: `${flagged} needs a value` });
+      assert.equal(e!.stderr, '');
+    }
+  });
+
+  it('QUAYSIDE_PORT is read as strictly as --port: a blank, 0x0 or 1e0 is a usage error, not a random port or port 1', async () => {
+    for (const port of [' ', '0x0', '1e0', '70000']) {
+      // A timeout kills a start the variable did not stop (before the fix, a blank started one on a random port).
+      const e = await fails(run(tsx, [cli, 'start', '--memory', '--json'], { env: { ...process.env, QUAYSIDE_PORT: port }, timeout: 20_000 }));
+      assert.equal(e?.code, 64, `QUAYSIDE_PORT=${port}`);
+      assert.match(JSON.parse(e!.stdout).message, /(QUAYSIDE_PORT|port) must be a whole number from 0 to 65535/);
+    }
+  });
+
+  it('queues --ns "" (an unset variable) is a usage error, not the list of every namespace', async () => {
+    await emu.engine.createQueue({ namespace: 'mine', queue: 'a', dialect: 'cache' });
+    await emu.engine.createQueue({ namespace: 'theirs', queue: 'b', dialect: 'cache' });
+    for (const empty of [['--ns', ''], ['--namespace=']]) {
+      const e = await fails(run(tsx, [cli, 'queues', ...empty, ...conn, '--json']));
+      assert.equal(e?.code, 64, empty.join(' '));
+      assert.match(JSON.parse(e!.stderr).error.message, /--ns needs a value/);
+      assert.equal(e!.stdout, '');
+    }
+    const mine = JSON.parse((await run(tsx, [cli, 'queues', '--ns', 'mine', ...conn, '--json'])).stdout) as { name: string }[];
+    assert.deepEqual(mine.map((q) => q.name), ['a']);
+  });
+
+  it('export --out to a path it cannot write fails with the code out_file (exit 1) and a plain reason', async () => {
+    await emu.engine.push({ namespace: 'pipe', queue: 'small', body: 1, create: 'cache' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-cli-out-'));
+    try {
+      for (const [target, why] of [[dir, /it is a directory \(EISDIR\)/], [path.join(dir, 'no', 'such.json'), /its directory does not exist \(ENOENT\)/]] as const) {
+        const e = await fails(run(tsx, [cli, 'export', 'small', '--ns', 'pipe', '--out', target, ...conn, '--json']));
+        assert.equal(e?.code, 1);
+        const { error } = JSON.parse(e!.stderr);
+        assert.equal(error.code, 'out_file');
+        assert.match(error.message, why);
+      }
+      const text = await fails(run(tsx, [cli, 'export', 'small', '--ns', 'pipe', '--out', dir, ...conn]));
+      assert.match(text!.stderr, /^quayside: out_file: cannot write --out .*: it is a directory \(EISDIR\); nothing was exported\n$/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('push - takes a body saved with a byte order mark (as Windows editors save a file)', async () => {
+    const child = spawn(tsx, [cli, 'push', 'bom', '-', '--ns', 'pipe', ...conn, '--json']);
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.stdin.end('\uFEFF{"from":"notepad"}');
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.equal(code, 0, out);
+    assert.deepEqual((await emu.engine.peek({ namespace: 'pipe', queue: 'bom' })).messages.map((m) => m.body), [{ from: 'notepad' }]);
+  });
+
+  it('names with a blank at either end are quoted in the tables, so they cannot pass for others', async () => {
+    await emu.engine.createQueue({ namespace: 'blank ', queue: ' q', dialect: 'cache' });
+    await emu.engine.createQueue({ namespace: 'blank', queue: 'q', dialect: 'cache' });
+    const rows = (await run(tsx, [cli, 'queues', ...conn])).stdout.split('\n').filter((l) => l.includes('blank'));
+    assert.deepEqual(rows.map((r) => r.split(/\s{2,}/).slice(0, 2)), [['blank', 'q'], ['"blank "', '" q"']]);
+  });
+
+  it('a typo in an option gets its message and a pointer to --help, an unknown command the usage; bogus --help is unknown, --version --json is JSON', async () => {
+    const typo = await fails(run(tsx, [cli, 'push', 'q', '1', '--ns', 'pipe', '--dealy', '5', ...conn]));
+    assert.equal(typo?.code, 64);
+    assert.equal(typo!.stderr, 'quayside: unknown option --dealy for push; it takes --url --token --json --help --ns --namespace --delay --dedupe --attributes --dialect\nquayside --help lists every command and option\n');
+    for (const argv of [['bogus'], ['bogus', '--help']]) {
+      const e = await fails(run(tsx, [cli, ...argv]));
+      assert.equal(e?.code, 64, argv.join(' '));
+      assert.match(e!.stderr, /^quayside: unknown command "bogus"\n\nquayside <command> \[options\]/);
+    }
+    assert.match((await run(tsx, [cli, 'push', '--help'])).stdout, /^quayside <command> \[options\]/, 'a command\'s --help is the usage');
+    const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string };
+    assert.deepEqual(JSON.parse((await run(tsx, [cli, '--version', '--json'])).stdout), { version: pkg.version });
+    const state = await fails(run(tsx, [cli, 'peek', 'big', '--ns', 'pipe', '--state', 'ready,', ...conn]));
+    assert.match(state!.stderr, /--state has an empty state in "ready,"/);
+  });
+});
