@@ -546,6 +546,10 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
     assert.match(flagged, /purged 2 dead letter\(s\)/);
     await dead('tty', 'asked', 'cache', 1);
     assert.match((await run(tsx, [cli, 'purge-dead', 'asked', '--ns', 'tty', ...conn])).stdout, /^purged 1 dead letter\(s\)$/m, 'no terminal: not asked');
+    // None left: nothing to ask about ("Delete all 0 dead letters?").
+    const none = await atTerminal('n');
+    assert.doesNotMatch(none, /\[y\/N\]/);
+    assert.match(none, /no dead letters to purge/);
   });
 
   it("replay of the oldest says how many are left; stats calls an env queue's dead messages failed", async () => {
