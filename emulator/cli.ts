@@ -744,6 +744,6 @@ function quietWhenReaderGoes(serving: boolean): void {
 
 if (require.main === module) {
   const argv = process.argv.slice(2);
-  quietWhenReaderGoes(argv[0] === 'start');
+  quietWhenReaderGoes(parseArgs(argv)._[0] === 'start'); // `quayside --json start` serves too
   void main(argv);
 }
