@@ -147,9 +147,18 @@ export function readWorkspaceConfig(file: string, source = file): unknown {
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw invalidArg(`${source}: not JSON: ${(e as Error).message}`);
+    throw invalidArg(`${source}: not JSON: ${(e as Error).message}${lineAndColumn(text, (e as Error).message)}`);
   }
   return parsed;
+}
+
+/** " (line 3, column 14)" for the "at position 51" of V8's JSON.parse error, which an editor cannot go to. */
+function lineAndColumn(text: string, message: string): string {
+  const m = /at position (\d+)/.exec(message);
+  if (!m) return '';
+  const before = text.slice(0, Number(m[1]));
+  const line = before.split('\n').length;
+  return ` (line ${line}, column ${before.length - before.lastIndexOf('\n')})`;
 }
 
 /** Creates or updates the queues of a checked config (planWorkspaceConfig) in `engine`. */

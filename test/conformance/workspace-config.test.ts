@@ -143,6 +143,8 @@ describe('workspace config (quayside.json)', () => {
       [{ env: [{ project: 'p\u0001', environment: 'e', slug: 's' }] }, /^bad\.json: env\[0\]: project must not contain control characters/],
       [{ cache: [{ namespace: 'app', name: 'ok' }, { namespace: 'app', name: 'ok' }] }, /^bad\.json: cache\[1\]: queue "ok" in namespace "app" is declared twice$/],
       ['{ nope', /^bad\.json: not JSON: /],
+      // Where an editor can go: V8 says only "at position 30".
+      ['{\n  "cache": [\n    { "namespace": "app" name: "x" }\n  ]\n}', /^bad\.json: not JSON: .* \(line 3, column 26\)$/],
       [{ queues: [] }, /^bad\.json: unknown top-level option "queues"/],
     ];
     const cwd = process.cwd();
