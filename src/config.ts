@@ -22,7 +22,8 @@ export function readConfig(extensionPath: string, globalStoragePath: string): Em
     url: (c.get<string>('url') ?? '').trim(),
     token: (c.get<string>('token') ?? '').trim(),
     nodePath: (c.get<string>('nodePath') ?? '').trim() || 'node',
-    port: typeof port === 'number' && Number.isInteger(port) && port >= 0 && port < 65536 ? port : 7433,
+    // As set, even out of range: a start refuses a bad port by name (bad_port) rather than use another.
+    port: typeof port === 'number' ? port : port === undefined || port === null ? 7433 : NaN,
     host: '127.0.0.1',
     dataDir,
     memory,

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import { registerCommands } from './commands';
 import { readConfig } from './config';
 import type { Snapshot } from './core/lifecycle';
-import { EmulatorService, settingsNeedingRestart } from './core/service';
+import { EmulatorService, warningShape } from './core/service';
 import { registerMessageDocuments } from './messageDocs';
 import { disposeQueuePanels, openQueuePanel, registerQueuePanelSerializer, setQueuePanelsConnection } from './panel';
 import { connectionNotice } from './panel/handler';
@@ -30,8 +30,9 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
     log: (line) => log.info(line),
     // The same warning again (an automatic restart on the same data) is in the log, not another pop-up.
     warn: (message) => {
-      if (message === lastWarning) return;
-      lastWarning = message;
+      const shape = warningShape(message);
+      if (shape === lastWarning) return;
+      lastWarning = shape;
       void vscode.window.showWarningMessage(`Quayside: ${message}`);
     },
   });
@@ -42,8 +43,24 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   tree.attach(view);
   const status = new StatusBar(() => svc.attachUrl);
 
+  // "Restart to apply": asked when a setting changes under a running emulator, and once it runs
+  // when one changed while it started (that start had read the old one). `asked`: the settings the
+  // last question named, so a crash restart on the old settings does not ask again.
+  let asked = '';
+  const askRestart = (always: boolean) => {
+    const changed = svc.pendingSettings();
+    const key = changed.join(', ');
+    if (!always && key === asked) return;
+    asked = key;
+    if (!changed.length) return;
+    void vscode.window
+      .showInformationMessage(`Quayside: restart the emulator to apply the change of ${key}.`, 'Restart')
+      .then((p) => p && vscode.commands.executeCommand('quayside.restart'));
+  };
+
   const onState = (s: Snapshot) => {
     status.update(s);
+    if (s.state === 'running') askRestart(false);
     void vscode.commands.executeCommand('setContext', 'quayside.state', s.state);
     void vscode.commands.executeCommand('setContext', 'quayside.virtualClock', s.state === 'running' && s.endpoint?.clock === 'virtual');
     // The view title's Stop button also cancels a pending restart.
@@ -89,12 +106,7 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
       svc.settingsChanged();
       setAttachMode();
       // A running emulator read them when it started: say so, or the change seems ignored.
-      const changed = settingsNeedingRestart((k) => e.affectsConfiguration(k));
-      if (changed.length && svc.state === 'running') {
-        void vscode.window
-          .showInformationMessage(`Quayside: restart the emulator to apply the change of ${changed.join(', ')}.`, 'Restart')
-          .then((p) => p && vscode.commands.executeCommand('quayside.restart'));
-      }
+      if (svc.state === 'running') askRestart(true);
     }),
     { dispose: () => void svc.dispose() },
   );

@@ -66,6 +66,8 @@ export function explainFailure(f: { code: string; message: string }, ctx: Failur
         message: `Port ${ctx.port ?? ''} is already in use, so the emulator cannot listen there. If it is an emulator you started (\`npm start\`, \`quayside start\`), attach to it with the token it printed; otherwise start on a free port, or change "quayside.port".`.replace('Port  is', 'The port is'),
         actions: ['attachRunning', 'useFreePort', 'changePort'],
       };
+    case 'bad_port':
+      return { message: `${f.message}. Set it to a free port, or to 0 for one the system picks.`, actions: ['changePort'] };
     case 'config':
       // The CLI read the workspace's quayside.json at start, and the file itself is what is wrong: Retry alone fails the same way.
       return { message: `The workspace's quayside.json could not be applied, so the emulator did not start: ${f.message}. Fix the file (it is read at each start), then Retry.`, actions: ['showLog', 'retry'] };

@@ -95,13 +95,18 @@ export interface LifecycleOptions {
   restartWithoutLimit?: () => boolean;
   /** A run at least this long resets the restart count. Default 60 s. */
   stableMs?: number;
+  /**
+   * Whether the launch of this attempt attaches to an emulator that runs on its own, for the log's
+   * words ("could not attach", not "did not start"). Default: never.
+   */
+  attaching?: (attempt: number) => boolean;
   now?: () => number;
   setTimer?: (fn: () => void, ms: number) => unknown;
   clearTimer?: (t: unknown) => void;
 }
 
 /** Failure codes that a retry cannot fix; a crash-restart that hits one stops retrying. */
-const PERMANENT = new Set(['node_not_found', 'node_too_old', 'emulator_not_found', 'native_module', 'data_dir', 'usage', 'unauthorized', 'config']);
+const PERMANENT = new Set(['node_not_found', 'node_too_old', 'emulator_not_found', 'native_module', 'data_dir', 'usage', 'unauthorized', 'config', 'bad_port']);
 
 /**
  * What Toggle (the status bar item) does in a state: stop what runs or starts, start what is stopped
@@ -145,6 +150,7 @@ export class Lifecycle {
   private readonly backoff: (n: number) => number;
   private readonly maxRestartsOf: () => number;
   private readonly restartWithoutLimit: () => boolean;
+  private readonly attaching: (attempt: number) => boolean;
   private readonly stableMs: number;
   private readonly now: () => number;
   private readonly setTimer: (fn: () => void, ms: number) => unknown;
@@ -157,6 +163,7 @@ export class Lifecycle {
     const max = opts.maxRestarts ?? 5;
     this.maxRestartsOf = typeof max === 'function' ? max : () => max;
     this.restartWithoutLimit = opts.restartWithoutLimit ?? (() => false);
+    this.attaching = opts.attaching ?? (() => false);
     this.stableMs = opts.stableMs ?? 60_000;
     this.now = opts.now ?? Date.now;
     this.setTimer = opts.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
@@ -218,14 +225,18 @@ export class Lifecycle {
 
   /** Stop whatever runs (or is starting, or waits to restart). */
   async stop(): Promise<void> {
+    const pending = this.restartAt !== undefined;
     this.cancelTimer();
     if (this._state === 'stopped') return;
     if (this._state === 'stopping') return this.stopPromise;
     if (this._state === 'crashed') {
+      // Said, or the log's last line ("restarting in 4 s") would promise a restart that never comes.
+      this.log(pending ? 'stopped; the pending restart is cancelled' : 'stopped');
       this.set('stopped');
       return;
     }
     const wasStarting = this._state === 'starting';
+    const wasAttached = this.endpoint?.attached === true;
     this.gen++;
     const inst = this.instance;
     const launching = this.launching;
@@ -241,6 +252,7 @@ export class Lifecycle {
       }
       this.endpoint = undefined;
       this.stopPromise = undefined;
+      this.log(wasAttached ? 'detached from the emulator (it goes on running)' : 'stopped');
       this.set('stopped');
     })();
     return this.stopPromise;
@@ -266,7 +278,10 @@ export class Lifecycle {
     this.startAttempt = attempt;
     this.set('starting');
     const max = this.maxRestartsOf();
-    this.log(attempt === 0 ? 'starting the emulator' : `restarting the emulator (attempt ${attempt}${attempt <= max ? ` of ${max}` : ''})`);
+    // An attached emulator is attached again without a limit: no "attempt 5 of 5" before a sixth.
+    const of = attempt <= max && !this.restartWithoutLimit() ? ` of ${max}` : '';
+    const again = this.attaching(attempt) ? 'attaching to the emulator again' : 'restarting the emulator';
+    this.log(attempt === 0 ? 'starting the emulator' : `${again} (attempt ${attempt}${of})`);
     const p = (async (): Promise<Snapshot> => {
       const launching = this.launch({ attempt, previous: this.lastEndpoint });
       this.launching = launching;
@@ -322,7 +337,7 @@ export class Lifecycle {
 
   private failStart(e: unknown, attempt: number): Snapshot {
     this.error = toFailure(e);
-    this.log(`the emulator did not start: ${this.error.message}`);
+    this.log(`${this.attaching(attempt) ? 'could not attach to the emulator' : 'the emulator did not start'}: ${this.error.message}`);
     if (attempt === 0 || this.disposed) {
       this.set('stopped');
     } else if (PERMANENT.has(this.error.code)) {

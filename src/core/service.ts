@@ -38,12 +38,34 @@ export interface LaunchInfo {
   url?: string;
 }
 
-/** The settings an emulator that runs reads only when it starts (not autoStart, not restartOnCrash). */
-export const RESTART_SETTINGS = ['url', 'token', 'nodePath', 'port', 'dataDir', 'inMemory', 'clock'] as const;
+/**
+ * The settings an emulator reads only when it starts (not autoStart, not restartOnCrash) that a
+ * restart would change: those whose value now differs from the one `ran` was launched with, counted
+ * as they apply to it. An attached emulator uses only url and token; one the extension starts uses
+ * no token (it makes its own), and no data directory in memory. A value written again, or a setting
+ * removed whose default is the value, is no change.
+ */
+export function settingsNeedingRestart(ran: EmulatorConfig, now: EmulatorConfig): string[] {
+  const changed: string[] = [];
+  const differs = (key: string, a: unknown, b: unknown) => {
+    if (a !== b && !(Number.isNaN(a) && Number.isNaN(b))) changed.push(`quayside.${key}`);
+  };
+  differs('url', ran.url, now.url);
+  if (ran.url) {
+    differs('token', ran.token, now.token);
+    return changed;
+  }
+  differs('nodePath', ran.nodePath, now.nodePath);
+  differs('port', ran.port, now.port);
+  if (!ran.memory || !now.memory) differs('dataDir', ran.dataDir, now.dataDir);
+  differs('inMemory', ran.memory, now.memory);
+  differs('clock', ran.clock, now.clock);
+  return changed;
+}
 
-/** Which of them a configuration change touched (`affects`: ConfigurationChangeEvent.affectsConfiguration). */
-export function settingsNeedingRestart(affects: (section: string) => boolean): string[] {
-  return RESTART_SETTINGS.map((k) => `quayside.${k}`).filter((k) => affects(k));
+/** Why a quayside.port cannot be listened on, or null: 0 (a free port) to 65535, a whole number. */
+export function portProblem(port: number): string | null {
+  return Number.isInteger(port) && port >= 0 && port <= 65535 ? null : `"quayside.port" must be a whole number from 0 to 65535 (0: a free port), and it is ${Number.isNaN(port) ? 'not a number' : port}`;
 }
 
 export interface ServiceOptions {
@@ -73,6 +95,11 @@ export class EmulatorService {
   lastLaunch: LaunchInfo | undefined;
   /** The quayside.url of the emulator last attached to: attaching there again reuses its token. */
   private attachedUrl: string | undefined;
+  /**
+   * The settings the emulator that runs (or starts) was launched with: its crash restarts launch
+   * with them again, and the settings changed since then are what a restart would apply.
+   */
+  private launchedWith: EmulatorConfig | undefined;
   private readonly opts: ServiceOptions;
   private readonly exists: (p: string) => boolean;
 
@@ -85,7 +112,8 @@ export class EmulatorService {
       // Asked at each crash: turning restartOnCrash off (or on) applies without a window reload.
       maxRestarts: opts.lifecycle?.maxRestarts ?? (() => (opts.getConfig().restartOnCrash ? 5 : 0)),
       // An attached emulator may be paused in a debugger or restarted by its owner: keep re-attaching.
-      restartWithoutLimit: opts.lifecycle?.restartWithoutLimit ?? (() => opts.getConfig().url.trim() !== ''),
+      restartWithoutLimit: opts.lifecycle?.restartWithoutLimit ?? (() => this.attaches(true)),
+      attaching: opts.lifecycle?.attaching ?? ((attempt) => this.attaches(attempt > 0)),
       launch: (ctx) => this.launch(ctx),
     });
     this.lifecycle.onLog(log);
@@ -131,6 +159,24 @@ export class EmulatorService {
     this.keptPort = undefined;
   }
 
+  /**
+   * The settings changed since the emulator that runs (or starts) was launched, that a restart would
+   * apply (settingsNeedingRestart); none when nothing runs or starts.
+   */
+  pendingSettings(): string[] {
+    if (this.state !== 'running' && this.state !== 'starting' && this.state !== 'crashed') return [];
+    return this.launchedWith ? settingsNeedingRestart(this.launchedWith, this.opts.getConfig()) : [];
+  }
+
+  /**
+   * Whether a launch attaches: a crash restart of an emulator the extension started starts it again
+   * with its settings; anything else follows quayside.url.
+   */
+  private attaches(crashRestart: boolean): boolean {
+    if (crashRestart && this.launchedWith && !this.launchedWith.url) return false;
+    return this.opts.getConfig().url.trim() !== '';
+  }
+
   /** quayside.url when set: the extension then attaches to that emulator instead of starting one. */
   get attachUrl(): string | undefined {
     return this.opts.getConfig().url.trim() || undefined;
@@ -142,7 +188,14 @@ export class EmulatorService {
   }
 
   private async launch(ctx: LaunchContext): Promise<Instance> {
-    const cfg = this.opts.getConfig();
+    // A crash restart brings back the emulator that ran, with the settings it ran with: a change the
+    // user has not applied yet (the restart prompt waits for them) must not half-apply behind their
+    // back (a new data directory on the old port). Only restartOnCrash is read fresh (by the
+    // lifecycle). Attaching again after a loss is another matter: it reads url and token afresh,
+    // since the emulator's owner may have restarted it with another token.
+    const crashRestart = ctx.attempt > 0 && this.launchedWith !== undefined && !this.launchedWith.url;
+    const cfg = crashRestart ? this.launchedWith! : this.opts.getConfig();
+    this.launchedWith = cfg;
     const log = this.opts.log ?? (() => undefined);
     const url = cfg.url.trim();
     if (url) {
@@ -157,8 +210,10 @@ export class EmulatorService {
       if (this.opts.launchOverride) return this.opts.launchOverride({ ...cfg, token }, ctx, info);
       return attachEmulator(info.url!, token || undefined);
     }
-    const crashRestart = ctx.attempt > 0 && ctx.previous && !ctx.previous.attached;
-    const asked = crashRestart ? ctx.previous!.port : this.portOverride ?? cfg.port;
+    const sameRun = crashRestart && ctx.previous && !ctx.previous.attached;
+    const asked = sameRun ? ctx.previous!.port : this.portOverride ?? cfg.port;
+    const bad = portProblem(asked);
+    if (bad) throw new LaunchError('bad_port', bad);
     this.askedFree = asked === 0;
     // A free port once found is kept; another free one only if it has been taken since.
     const kept = asked === 0 ? this.keptPort : undefined;
@@ -175,6 +230,10 @@ export class EmulatorService {
     info.source = located.found.source;
     info.cliPath = located.found.cliPath;
     info.folder = located.found.folder;
+    // The emulator runs in the first folder and reads its quayside.json only: say so of the others'.
+    for (const other of cfg.workspaceFolders.slice(1)) {
+      if (this.exists(`${other}/quayside.json`)) log(`${other}/quayside.json is not applied: the emulator runs in the first workspace folder, ${cfg.workspaceFolders[0]}, and reads the quayside.json there`);
+    }
     const run = async (p: number): Promise<Instance> => {
       info.port = p;
       if (this.opts.launchOverride) return this.opts.launchOverride(cfg, ctx, info);
@@ -278,6 +337,14 @@ export function onPortTaken(first: Instance, fallback: () => Promise<Instance>):
       await current.stop();
     },
   };
+}
+
+/**
+ * What makes two warnings the same for a pop-up: their words, not their figures ("52 min ahead"
+ * one automatic restart later is "53 min ahead", and the same warning).
+ */
+export function warningShape(message: string): string {
+  return message.replace(/\d+(\.\d+)?/g, '#');
 }
 
 /** The text of a warning the emulator's CLI wrote to stderr (`quayside: warning: …`), or null. */

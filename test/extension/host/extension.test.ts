@@ -375,4 +375,19 @@ describe('Quayside extension in VS Code', function () {
       }
     }
   });
+
+  it('a quayside.port out of range fails bad_port, naming the setting, rather than starting on 7433', async () => {
+    const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+    const cfg = vscode.workspace.getConfiguration('quayside');
+    const before = cfg.inspect<number>('port');
+    await cfg.update('port', 70000, target);
+    try {
+      const s = await api.service.start();
+      assert.equal(s.state, 'stopped');
+      assert.equal(s.error?.code, 'bad_port');
+      assert.match(s.error!.message, /"quayside\.port" must be a whole number from 0 to 65535 \(0: a free port\), and it is 70000/);
+    } finally {
+      await cfg.update('port', target === vscode.ConfigurationTarget.Workspace ? before?.workspaceValue : before?.globalValue, target);
+    }
+  });
 });

@@ -6,7 +6,7 @@ import { advanceProblem, formatDuration, parseDuration } from '../../../src/core
 import { duration } from '../../../src/panel/webview/format';
 import { explainFailure, settingsCommand } from '../../../src/core/explain';
 import { npmFix } from '../../../src/core/npmFix';
-import { settingsNeedingRestart } from '../../../src/core/service';
+import { portProblem, settingsNeedingRestart, warningShape, type EmulatorConfig } from '../../../src/core/service';
 import { SwitchingTransport } from '../../../src/core/switching';
 import { ScriptedTransport, change } from './ext-fakes';
 
@@ -299,10 +299,43 @@ describe('extension: settings', () => {
     assert.deepEqual(settingsCommand('quayside.port', { folderOpen: false, remote: false }), { command: 'workbench.action.openSettings', args: ['quayside.port'] });
   });
 
-  it('a change of what the emulator reads at start asks for a restart; autoStart and restartOnCrash do not', () => {
-    const affects = (changed: string[]) => (k: string) => changed.some((c) => c === k || c.startsWith(k + '.') || k.startsWith(c + '.'));
-    assert.deepEqual(settingsNeedingRestart(affects(['quayside.port', 'quayside.dataDir'])), ['quayside.port', 'quayside.dataDir']);
-    assert.deepEqual(settingsNeedingRestart(affects(['quayside.autoStart', 'quayside.restartOnCrash'])), []);
+  it('a change of what the emulator read at start asks for a restart, counted as it applies; autoStart, restartOnCrash and a value written again do not', () => {
+    const base: EmulatorConfig = {
+      url: '', token: '', nodePath: 'node', port: 7433, host: '127.0.0.1', dataDir: '/w/.quayside', memory: false, clock: 'system',
+      restartOnCrash: true, workspaceFolders: ['/w'], extensionPath: '/ext', env: {},
+    };
+    const now = (over: Partial<EmulatorConfig>) => ({ ...base, ...over });
+    assert.deepEqual(settingsNeedingRestart(base, now({ port: 7500, dataDir: '/w/alt' })), ['quayside.port', 'quayside.dataDir']);
+    assert.deepEqual(settingsNeedingRestart(base, now({ restartOnCrash: false })), []);
+    // A setting removed whose default is the value it had ("clock": "system" taken out) changed nothing.
+    assert.deepEqual(settingsNeedingRestart(base, now({})), []);
+    assert.deepEqual(settingsNeedingRestart(base, now({ clock: 'virtual', nodePath: '/opt/node' })), ['quayside.nodePath', 'quayside.clock']);
+    // The emulator the extension starts makes its own token; in memory it has no data directory.
+    assert.deepEqual(settingsNeedingRestart(base, now({ token: 'x' })), []);
+    assert.deepEqual(settingsNeedingRestart(now({ memory: true }), now({ memory: true, dataDir: '/w/other' })), []);
+    assert.deepEqual(settingsNeedingRestart(base, now({ memory: true })), ['quayside.inMemory']);
+    // Attached, only url and token count: the port, data and clock are the owner's.
+    const attached = now({ url: 'ws://127.0.0.1:7433', token: 't' });
+    assert.deepEqual(settingsNeedingRestart(attached, { ...attached, port: 9000, memory: true, clock: 'virtual' }), []);
+    assert.deepEqual(settingsNeedingRestart(attached, { ...attached, token: 'u' }), ['quayside.token']);
+    assert.deepEqual(settingsNeedingRestart(base, attached), ['quayside.url'], 'set: a restart attaches instead');
+    // A port that is not a number, as it was: no change either.
+    assert.deepEqual(settingsNeedingRestart(now({ port: NaN }), now({ port: NaN })), []);
+  });
+
+  it('a start warning that differs only in its figures is the same warning (one pop-up across automatic restarts)', () => {
+    const ahead = (min: number, at: string) => `a virtual clock moved this data directory's time on to ${at}, ${min} min ahead of the system clock: delayed messages wait that much longer`;
+    assert.equal(warningShape(ahead(52, '2026-12-08T03:00:00.000Z')), warningShape(ahead(53, '2026-12-08T03:00:00.000Z')));
+    assert.equal(warningShape(ahead(1.5, '2026-12-08T03:00:00.000Z')), warningShape(ahead(2, '2026-12-08T03:00:00.000Z')));
+    assert.notEqual(warningShape(ahead(52, 'x')), warningShape('another warning'));
+  });
+
+  it('a quayside.port outside 0–65535, or not a whole number, is named with what it is', () => {
+    for (const ok of [0, 7433, 65535]) assert.equal(portProblem(ok), null);
+    assert.equal(portProblem(70000), '"quayside.port" must be a whole number from 0 to 65535 (0: a free port), and it is 70000');
+    assert.match(portProblem(-1)!, /and it is -1$/);
+    assert.match(portProblem(1.5)!, /and it is 1\.5$/);
+    assert.match(portProblem(NaN)!, /and it is not a number$/);
   });
 });
 

@@ -455,3 +455,76 @@ describe('extension: emulator lifecycle', () => {
     assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map(defaultBackoff), [1000, 2000, 4000, 8000, 16000, 30000, 30000]);
   });
 });
+
+describe('extension: what the lifecycle tells the log', () => {
+  function logged(opts: { attaching?: boolean; maxRestarts?: number } = {}) {
+    const timers = manualTimers();
+    const instances: FakeInstance[] = [];
+    const lines: string[] = [];
+    let fail: Error | undefined;
+    const lc = new Lifecycle({
+      launch: async (ctx) => {
+        if (fail) throw fail;
+        const i = new FakeInstance(ctx);
+        instances.push(i);
+        return i;
+      },
+      backoffMs: () => 4000,
+      maxRestarts: opts.maxRestarts ?? 1,
+      restartWithoutLimit: () => opts.attaching === true,
+      attaching: () => opts.attaching === true,
+      setTimer: timers.setTimer,
+      clearTimer: timers.clearTimer,
+    });
+    lc.onLog((l) => lines.push(l));
+    const run = async (endpoint?: { attached: boolean }) => {
+      const p = lc.start();
+      await tick();
+      instances.at(-1)!.listen(7433, endpoint);
+      return p;
+    };
+    return { lc, lines, timers, instances, run, failWith: (e: Error | undefined) => (fail = e) };
+  }
+
+  it('a stop ends with "stopped", or "detached" from an attached emulator; a stop while a restart waits says it is cancelled', async () => {
+    const { lc, lines, instances, run } = logged();
+    await run();
+    await lc.stop();
+    assert.deepEqual(lines.slice(-2), ['stopping the emulator', 'stopped']);
+    await run();
+    instances.at(-1)!.exit(1);
+    await waitFor(lc, (s) => s.state === 'crashed');
+    assert.equal(lines.at(-1), 'restarting in 4 s');
+    await lc.stop();
+    assert.equal(lines.at(-1), 'stopped; the pending restart is cancelled', 'not "restarting in 4 s" as the last word');
+    const attached = logged({ attaching: true });
+    await attached.run({ attached: true });
+    await attached.lc.stop();
+    assert.equal(attached.lines.at(-1), 'detached from the emulator (it goes on running)');
+  });
+
+  it('an attached emulator is attached again with no "attempt n of max" (it has no limit), and a failed attach is not called a failed start', async () => {
+    const { lc, lines, timers, instances, run, failWith } = logged({ attaching: true, maxRestarts: 1 });
+    await run({ attached: true });
+    instances.at(-1)!.exit(1);
+    await waitFor(lc, (s) => s.state === 'crashed');
+    failWith(new LaunchError('attach_failed', 'cannot attach to the emulator at ws://127.0.0.1:7433: refused'));
+    timers.fireAll();
+    await waitFor(lc, (s) => s.state === 'crashed' && s.restarts === 2);
+    assert.ok(lines.includes('attaching to the emulator again (attempt 1)'), lines.join('\n'));
+    assert.ok(lines.includes('could not attach to the emulator: cannot attach to the emulator at ws://127.0.0.1:7433: refused'), lines.join('\n'));
+    assert.ok(!lines.some((l) => / of 1\)/.test(l) || l.startsWith('the emulator did not start')), lines.join('\n'));
+    await lc.dispose();
+    // One the extension started keeps its count and its words.
+    const started = logged({ maxRestarts: 2 });
+    await started.run();
+    started.instances.at(-1)!.exit(1);
+    await waitFor(started.lc, (s) => s.state === 'crashed');
+    started.failWith(new LaunchError('exited', 'the emulator exited before it listened (exit code 1)'));
+    started.timers.fireAll();
+    await waitFor(started.lc, (s) => s.state === 'crashed' && s.restarts === 2);
+    assert.ok(started.lines.includes('restarting the emulator (attempt 1 of 2)'), started.lines.join('\n'));
+    assert.ok(started.lines.includes('the emulator did not start: the emulator exited before it listened (exit code 1)'));
+    await started.lc.dispose();
+  });
+});

@@ -73,7 +73,10 @@ describe('extension: manifest menus', () => {
       assert.match(shown(c)[0], /\[Attach\]\(command:quayside\.start\)/);
     }
     assert.deepEqual(shown({ state: 'starting', attachMode: true }), ['Attaching to the Quayside emulator at quayside.url…']);
+    // Lost an attached emulator: Attach again, not Start (which would attach anyway, under the wrong name).
     assert.equal(shown({ state: 'crashed', attachMode: true }).length, 1);
+    assert.match(shown({ state: 'crashed', attachMode: true })[0], /^Lost the emulator at quayside\.url, and no longer attaching to it again\.\n\[Attach\]\(command:quayside\.start\)/);
+    assert.deepEqual(shown({ state: 'crashed', restartPending: true, attachMode: true }), ['Lost the emulator at quayside.url; attaching to it again…']);
     assert.equal(shown({ state: 'running', empty: true }).length, 1);
     assert.deepEqual(shown({ state: 'running' }), [], 'a running emulator with queues shows the tree');
     const ext = fs.readFileSync(path.join(REPO, 'src', 'extension.ts'), 'utf8');

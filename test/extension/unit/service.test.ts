@@ -277,6 +277,114 @@ describe('extension: emulator service (fake launches)', () => {
     }
   });
 
+  it('a crash restart launches with the settings the emulator ran with; those changed since wait for a restart (pendingSettings)', async () => {
+    const timers: (() => void)[] = [];
+    const instances: FakeInstance[] = [];
+    const launched: [number, string, string][] = [];
+    let cfg = config({ port: 47806, memory: false, dataDir: '/w/.quayside' });
+    const svc = new EmulatorService({
+      getConfig: () => cfg,
+      exists: () => true,
+      makeConnection: () => new ScriptedTransport(),
+      lifecycle: { setTimer: (fn) => timers.push(fn), clearTimer: () => undefined },
+      launchOverride: async (c, _ctx, info) => {
+        launched.push([info.port!, c.dataDir, c.clock]);
+        const i = new FakeInstance();
+        instances.push(i);
+        i.listen(info.port);
+        return i;
+      },
+    });
+    try {
+      await svc.start();
+      assert.deepEqual(svc.pendingSettings(), []);
+      cfg = config({ port: 47808, memory: false, dataDir: '/w/alt', clock: 'virtual' });
+      svc.settingsChanged();
+      assert.deepEqual(svc.pendingSettings(), ['quayside.port', 'quayside.dataDir', 'quayside.clock']);
+      instances[0].exit(1);
+      await waitFor(svc, (s) => s.state === 'crashed');
+      timers.shift()!();
+      await waitFor(svc, (s) => s.state === 'running');
+      assert.deepEqual(launched, [[47806, '/w/.quayside', 'system'], [47806, '/w/.quayside', 'system']], 'the same emulator again, not a new data directory on the old port');
+      assert.deepEqual(svc.pendingSettings(), ['quayside.port', 'quayside.dataDir', 'quayside.clock'], 'still to apply');
+      await svc.restart();
+      assert.deepEqual(launched[2], [47808, '/w/alt', 'virtual'], 'the restart applies them all');
+      assert.deepEqual(svc.pendingSettings(), []);
+      await svc.stop();
+      cfg = config({ port: 47809 });
+      assert.deepEqual(svc.pendingSettings(), [], 'nothing runs: nothing to restart');
+    } finally {
+      await svc.dispose();
+    }
+  });
+
+  it('a setting changed while the emulator starts is pending once it runs (that start read the old one)', async () => {
+    let cfg = config({ port: 47806 });
+    let listen!: () => void;
+    const svc = new EmulatorService({
+      getConfig: () => cfg,
+      exists: () => true,
+      makeConnection: () => new ScriptedTransport(),
+      launchOverride: async (_c, _ctx, info) => {
+        const i = new FakeInstance();
+        listen = () => i.listen(info.port);
+        return i;
+      },
+    });
+    try {
+      const started = svc.start();
+      await waitFor(svc, (s) => s.state === 'starting');
+      await new Promise((r) => setImmediate(r));
+      cfg = config({ port: 47807 });
+      svc.settingsChanged();
+      assert.deepEqual(svc.pendingSettings(), ['quayside.port']);
+      listen();
+      assert.equal((await started).endpoint?.port, 47806);
+      assert.deepEqual(svc.pendingSettings(), ['quayside.port']);
+    } finally {
+      await svc.dispose();
+    }
+  });
+
+  it('a quayside.port outside 0–65535 fails bad_port, naming the setting, and launches nothing (it never falls back to 7433)', async () => {
+    for (const port of [70000, -1, 1.5, NaN]) {
+      const { svc, ports } = fakeService({ port });
+      try {
+        const s = await svc.start();
+        assert.equal(s.state, 'stopped');
+        assert.equal(s.error?.code, 'bad_port');
+        assert.match(s.error!.message, /^"quayside\.port" must be a whole number from 0 to 65535/);
+        assert.deepEqual(ports, [], `port ${port}: nothing launched`);
+        const told = explainFailure(s.error!);
+        assert.match(told.message, /"quayside\.port" must be/);
+        assert.deepEqual(told.actions, ['changePort']);
+      } finally {
+        await svc.dispose();
+      }
+    }
+  });
+
+  it('says in the log that a second workspace folder\'s quayside.json is not applied', async () => {
+    const lines: string[] = [];
+    const svc = new EmulatorService({
+      getConfig: () => config({ workspaceFolders: ['/w1', '/w2', '/w3'] }),
+      exists: (p) => p !== '/w3/quayside.json',
+      log: (l) => lines.push(l),
+      makeConnection: () => new ScriptedTransport(),
+      launchOverride: async () => {
+        const i = new FakeInstance();
+        i.listen();
+        return i;
+      },
+    });
+    try {
+      await svc.start();
+      assert.deepEqual(lines.filter((l) => l.includes('quayside.json')), ['/w2/quayside.json is not applied: the emulator runs in the first workspace folder, /w1, and reads the quayside.json there']);
+    } finally {
+      await svc.dispose();
+    }
+  });
+
   it('without a chosen port, each start reads the port setting afresh', async () => {
     const { svc, ports, setConfig } = fakeService();
     try {
