@@ -230,7 +230,9 @@ export class PanelHandler {
 
   private transport(): Transport {
     const t = this.getTransport();
-    if (!t) throw new PanelFailure('unavailable', 'The Quayside emulator is not running');
+    // The lifecycle's reason when it gave one: a page rebuilt while down (a tab shown again after a
+    // crash) learns it from this answer, and must say "crashed", as a page that saw it happen does.
+    if (!t) throw new PanelFailure('unavailable', this.downMessage ?? 'The Quayside emulator is not running');
     return t;
   }
 

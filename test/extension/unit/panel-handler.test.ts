@@ -474,6 +474,18 @@ describe('panel handler (host side of the queue panel)', () => {
     handler.dispose();
   });
 
+  it('a page loaded while the emulator is down (a background tab shown again after a crash) is given the lifecycle\'s reason, not a bare "not running"', async () => {
+    const posted: any[] = [];
+    const handler = new PanelHandler({ ref: { namespace: 'demo', queue: 'jobs' }, transport: () => undefined, ui: new FakeUi(), post: (m) => posted.push(m) });
+    handler.setConnection(false, 'the emulator crashed');
+    await handler.handleMessage({ type: 'request', requestId: '1', op: 'init', args: {} });
+    assert.deepEqual((posted.find((m) => m.type === 'response') as any).error, { code: 'unavailable', message: 'the emulator crashed' });
+    handler.setConnection(false, 'the emulator crashed; restarting it…');
+    await handler.handleMessage({ type: 'request', requestId: '2', op: 'init', args: {} });
+    assert.equal((posted.filter((m) => m.type === 'response')[1] as any).error.message, 'the emulator crashed; restarting it…');
+    handler.dispose();
+  });
+
   it('a tab asked for before the webview loads comes with the next init only; a loaded webview is told at once', async () => {
     const { handler, events } = setup();
     handler.showTab('audit', false);
