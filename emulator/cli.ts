@@ -413,10 +413,20 @@ function printableJson(v: unknown): string {
   return JSON.stringify(v, null, 2).replace(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/** East Asian wide and fullwidth characters, and emoji: two columns each in a terminal. */
+const WIDE = /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
+
+/** Columns a cell takes in a terminal (code points, wide ones twice), so CJK names line up. */
+function columns(text: string): number {
+  let n = 0;
+  for (const ch of text) n += WIDE.test(ch) ? 2 : 1;
+  return n;
+}
+
 function table(rows: (string | number)[][], head: string[]): string {
-  const all = [head, ...rows.map((r) => r.map(printable))];
-  const widths = head.map((_, i) => Math.max(...all.map((r) => String(r[i]).length)));
-  return all.map((r) => r.map((c, i) => String(c).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+  const all = [head, ...rows.map((r) => r.map(printable))].map((r) => r.map(String));
+  const widths = head.map((_, i) => Math.max(...all.map((r) => columns(r[i]))));
+  return all.map((r) => r.map((c, i) => c + ' '.repeat(widths[i] - columns(c))).join('  ').trimEnd()).join('\n');
 }
 
 const when = (t: number | null) => (t === null ? '' : new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));

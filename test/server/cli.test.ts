@@ -723,6 +723,20 @@ describe('quayside CLI: in a pipeline and in a script', function () {
     assert.deepEqual(rows.map((r) => r.split(/\s{2,}/).slice(0, 2)), [['blank', 'q'], ['"blank "', '" q"']]);
   });
 
+  it('columns line up under names in CJK (two columns a character in a terminal)', async () => {
+    await emu.engine.createQueue({ namespace: 'wide', queue: '注文', dialect: 'cache' });
+    await emu.engine.createQueue({ namespace: 'wide', queue: 'orders', dialect: 'cache' });
+    const lines = (await run(tsx, [cli, 'queues', '--ns', 'wide', ...conn])).stdout.trimEnd().split('\n');
+    // Terminal columns: ASCII one, 注 and 文 two each. DIALECT starts at the same column on every line.
+    const at = (line: string) => {
+      let col = 0;
+      for (const ch of line.slice(0, line.search(/DIALECT|cache/))) col += /[\u4e00-\u9fff]/.test(ch) ? 2 : 1;
+      return col;
+    };
+    assert.equal(lines.length, 3);
+    assert.deepEqual(lines.map(at), [at(lines[0]), at(lines[0]), at(lines[0])], lines.join('\n'));
+  });
+
   it('a typo in an option gets its message and a pointer to --help, an unknown command the usage; bogus --help is unknown, --version --json is JSON', async () => {
     const typo = await fails(run(tsx, [cli, 'push', 'q', '1', '--ns', 'pipe', '--dealy', '5', ...conn]));
     assert.equal(typo?.code, 64);
