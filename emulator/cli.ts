@@ -37,7 +37,7 @@ const USAGE = `quayside <command> [options]
 
 Client commands take --url and --token (or QUAYSIDE_URL / QUAYSIDE_TOKEN) and --json.
 --ns is also --namespace; a command that needs one reads QUAYSIDE_NAMESPACE without it.
-quayside --help prints this, quayside --version the version.`;
+quayside --help prints this, quayside --version the version (--json: {"version":…}).`;
 
 interface Args {
   _: string[];

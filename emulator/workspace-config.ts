@@ -145,7 +145,7 @@ export function readWorkspaceConfig(file: string, source = file): unknown {
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(text.replace(/^\uFEFF/, '')); // as an editor on Windows may save it
   } catch (e) {
     throw invalidArg(`${source}: not JSON: ${(e as Error).message}${lineAndColumn(text, (e as Error).message)}`);
   }
@@ -155,7 +155,7 @@ export function readWorkspaceConfig(file: string, source = file): unknown {
 /** " (line 3, column 14)" for the "at position 51" of V8's JSON.parse error, which an editor cannot go to. */
 function lineAndColumn(text: string, message: string): string {
   const m = /at position (\d+)/.exec(message);
-  if (!m) return '';
+  if (!m || /\(line \d+/.test(message)) return ''; // Node 21+ says it itself
   const before = text.slice(0, Number(m[1]));
   const line = before.split('\n').length;
   return ` (line ${line}, column ${before.length - before.lastIndexOf('\n')})`;

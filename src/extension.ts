@@ -3,7 +3,8 @@ import * as vscode from 'vscode';
 import { registerCommands } from './commands';
 import { readConfig } from './config';
 import type { Snapshot } from './core/lifecycle';
-import { EmulatorService, warningShape } from './core/service';
+import { RestartQuestion, WarningOnce } from './core/notices';
+import { EmulatorService } from './core/service';
 import { registerMessageDocuments } from './messageDocs';
 import { disposeQueuePanels, openQueuePanel, registerQueuePanelSerializer, setQueuePanelsConnection } from './panel';
 import { connectionNotice } from './panel/handler';
@@ -24,16 +25,12 @@ let service: EmulatorService | undefined;
 
 export function activate(context: vscode.ExtensionContext): QuaysideApi {
   const log = vscode.window.createOutputChannel('Quayside', { log: true });
-  let lastWarning: string | undefined;
+  const warnings = new WarningOnce();
   const svc = new EmulatorService({
     getConfig: () => readConfig(context.extensionPath, context.globalStorageUri.fsPath),
     log: (line) => log.info(line),
-    // The same warning again (an automatic restart on the same data) is in the log, not another pop-up.
     warn: (message) => {
-      const shape = warningShape(message);
-      if (shape === lastWarning) return;
-      lastWarning = shape;
-      void vscode.window.showWarningMessage(`Quayside: ${message}`);
+      if (warnings.show(message)) void vscode.window.showWarningMessage(`Quayside: ${message}`);
     },
   });
   service = svc;
@@ -41,26 +38,22 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   const tree = new QueueTreeProvider(svc.transport);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, canSelectMany: true, showCollapseAll: true });
   tree.attach(view);
-  const status = new StatusBar(() => svc.attachUrl);
+  const status = new StatusBar(() => svc.runAttachUrl);
 
-  // "Restart to apply": asked when a setting changes under a running emulator, and once it runs
-  // when one changed while it started (that start had read the old one). `asked`: the settings the
-  // last question named, so a crash restart on the old settings does not ask again.
-  let asked = '';
-  const askRestart = (always: boolean) => {
-    const changed = svc.pendingSettings();
-    const key = changed.join(', ');
-    if (!always && key === asked) return;
-    asked = key;
+  const restartQuestion = new RestartQuestion(() => svc.pendingSettings());
+  const askRestart = (changed: string[]) => {
     if (!changed.length) return;
     void vscode.window
-      .showInformationMessage(`Quayside: restart the emulator to apply the change of ${key}.`, 'Restart')
+      .showInformationMessage(`Quayside: restart the emulator to apply the change of ${changed.join(', ')}.`, 'Restart')
       .then((p) => p && vscode.commands.executeCommand('quayside.restart'));
   };
 
   const onState = (s: Snapshot) => {
+    // The mode of the run under way (a crash restart keeps it), before the status bar reads it.
+    void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!svc.runAttachUrl);
     status.update(s);
-    if (s.state === 'running') askRestart(false);
+    askRestart(restartQuestion.stateChanged(s.state));
+    warnings.stateChanged(s.state);
     void vscode.commands.executeCommand('setContext', 'quayside.state', s.state);
     void vscode.commands.executeCommand('setContext', 'quayside.virtualClock', s.state === 'running' && s.endpoint?.clock === 'virtual');
     // The view title's Stop button also cancels a pending restart.
@@ -77,7 +70,7 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   onState(svc.snapshot());
   // With quayside.url set the extension attaches rather than starts: the welcome and the status bar say so.
   const setAttachMode = () => {
-    void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!svc.attachUrl);
+    void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!svc.runAttachUrl);
     status.update(svc.snapshot());
   };
   setAttachMode();
@@ -106,7 +99,7 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
       svc.settingsChanged();
       setAttachMode();
       // A running emulator read them when it started: say so, or the change seems ignored.
-      if (svc.state === 'running') askRestart(true);
+      if (svc.state === 'running') askRestart(restartQuestion.settingsChanged((k) => e.affectsConfiguration(k)));
     }),
     { dispose: () => void svc.dispose() },
   );

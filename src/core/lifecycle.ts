@@ -379,7 +379,7 @@ export class Lifecycle {
     const delay = this.backoff(this.restarts);
     this.restartAt = this.now() + delay;
     const gen = this.gen;
-    this.log(`restarting in ${Math.round(delay / 100) / 10} s`);
+    this.log(`${this.attaching(this.restarts) ? 'attaching again' : 'restarting'} in ${Math.round(delay / 100) / 10} s`);
     this.timer = this.setTimer(() => {
       this.timer = undefined;
       if (gen !== this.gen || this._state !== 'crashed') return;

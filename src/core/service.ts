@@ -41,8 +41,8 @@ export interface LaunchInfo {
 /**
  * The settings an emulator reads only when it starts (not autoStart, not restartOnCrash) that a
  * restart would change: those whose value now differs from the one `ran` was launched with, counted
- * as they apply to it. An attached emulator uses only url and token; one the extension starts uses
- * no token (it makes its own), and no data directory in memory. A value written again, or a setting
+ * as they apply to what the restart launches. An attach uses only url and token; an emulator the
+ * extension starts uses no token (it makes its own), and no data directory in memory. A value written again, or a setting
  * removed whose default is the value, is no change.
  */
 export function settingsNeedingRestart(ran: EmulatorConfig, now: EmulatorConfig): string[] {
@@ -51,13 +51,14 @@ export function settingsNeedingRestart(ran: EmulatorConfig, now: EmulatorConfig)
     if (a !== b && !(Number.isNaN(a) && Number.isNaN(b))) changed.push(`quayside.${key}`);
   };
   differs('url', ran.url, now.url);
-  if (ran.url) {
+  // A restart that attaches uses only url and token; one that starts an emulator, no token.
+  if (now.url) {
     differs('token', ran.token, now.token);
     return changed;
   }
   differs('nodePath', ran.nodePath, now.nodePath);
   differs('port', ran.port, now.port);
-  if (!ran.memory || !now.memory) differs('dataDir', ran.dataDir, now.dataDir);
+  if (!now.memory) differs('dataDir', ran.dataDir, now.dataDir); // in memory, a restart has none
   differs('inMemory', ran.memory, now.memory);
   differs('clock', ran.clock, now.clock);
   return changed;
@@ -169,17 +170,40 @@ export class EmulatorService {
   }
 
   /**
-   * Whether a launch attaches: a crash restart of an emulator the extension started starts it again
-   * with its settings; anything else follows quayside.url.
+   * The settings a launch uses. A crash restart brings back the emulator that ran, with the settings
+   * it ran with: a change the user has not applied yet (the restart prompt waits for them) must not
+   * half-apply behind their back (a new data directory on the old port, a local emulator in place of
+   * the attached one). Only restartOnCrash is read fresh (by the lifecycle). Attaching again after a
+   * loss goes back to the same url, with the token setting as it reads now while that url is still
+   * the setting: the emulator's owner may have restarted it with another token.
    */
+  private configFor(crashRestart: boolean): EmulatorConfig {
+    const now = this.opts.getConfig();
+    const ran = this.launchedWith;
+    if (!crashRestart || !ran) return now;
+    if (!ran.url) return ran;
+    return { ...ran, token: now.url.trim() === ran.url.trim() ? now.token : ran.token };
+  }
+
+  /** Whether a launch attaches (its settings as configFor gives them). */
   private attaches(crashRestart: boolean): boolean {
-    if (crashRestart && this.launchedWith && !this.launchedWith.url) return false;
-    return this.opts.getConfig().url.trim() !== '';
+    return this.configFor(crashRestart).url.trim() !== '';
   }
 
   /** quayside.url when set: the extension then attaches to that emulator instead of starting one. */
   get attachUrl(): string | undefined {
     return this.opts.getConfig().url.trim() || undefined;
+  }
+
+  /**
+   * The url of the emulator the run under way attaches to (running, stopping, crashed, or starting
+   * again after a crash), else quayside.url: what the status bar and the welcome speak of. A
+   * setting changed meanwhile applies at the next start, not to the run that is under way.
+   */
+  get runAttachUrl(): string | undefined {
+    const s = this.lifecycle.snapshot();
+    const underWay = s.state === 'running' || s.state === 'stopping' || s.state === 'crashed' || (s.state === 'starting' && s.restarts > 0);
+    return underWay && this.launchedWith ? this.launchedWith.url.trim() || undefined : this.attachUrl;
   }
 
   async dispose(): Promise<void> {
@@ -188,13 +212,7 @@ export class EmulatorService {
   }
 
   private async launch(ctx: LaunchContext): Promise<Instance> {
-    // A crash restart brings back the emulator that ran, with the settings it ran with: a change the
-    // user has not applied yet (the restart prompt waits for them) must not half-apply behind their
-    // back (a new data directory on the old port). Only restartOnCrash is read fresh (by the
-    // lifecycle). Attaching again after a loss is another matter: it reads url and token afresh,
-    // since the emulator's owner may have restarted it with another token.
-    const crashRestart = ctx.attempt > 0 && this.launchedWith !== undefined && !this.launchedWith.url;
-    const cfg = crashRestart ? this.launchedWith! : this.opts.getConfig();
+    const cfg = this.configFor(ctx.attempt > 0);
     this.launchedWith = cfg;
     const log = this.opts.log ?? (() => undefined);
     const url = cfg.url.trim();
@@ -210,7 +228,7 @@ export class EmulatorService {
       if (this.opts.launchOverride) return this.opts.launchOverride({ ...cfg, token }, ctx, info);
       return attachEmulator(info.url!, token || undefined);
     }
-    const sameRun = crashRestart && ctx.previous && !ctx.previous.attached;
+    const sameRun = ctx.attempt > 0 && ctx.previous && !ctx.previous.attached;
     const asked = sameRun ? ctx.previous!.port : this.portOverride ?? cfg.port;
     const bad = portProblem(asked);
     if (bad) throw new LaunchError('bad_port', bad);
@@ -230,8 +248,9 @@ export class EmulatorService {
     info.source = located.found.source;
     info.cliPath = located.found.cliPath;
     info.folder = located.found.folder;
-    // The emulator runs in the first folder and reads its quayside.json only: say so of the others'.
-    for (const other of cfg.workspaceFolders.slice(1)) {
+    // The emulator runs in the first folder and reads its quayside.json only: say so of the others'
+    // (once a start, not again at each crash restart).
+    for (const other of ctx.attempt === 0 ? cfg.workspaceFolders.slice(1) : []) {
       if (this.exists(`${other}/quayside.json`)) log(`${other}/quayside.json is not applied: the emulator runs in the first workspace folder, ${cfg.workspaceFolders[0]}, and reads the quayside.json there`);
     }
     const run = async (p: number): Promise<Instance> => {
@@ -337,14 +356,6 @@ export function onPortTaken(first: Instance, fallback: () => Promise<Instance>):
       await current.stop();
     },
   };
-}
-
-/**
- * What makes two warnings the same for a pop-up: their words, not their figures ("52 min ahead"
- * one automatic restart later is "53 min ahead", and the same warning).
- */
-export function warningShape(message: string): string {
-  return message.replace(/\d+(\.\d+)?/g, '#');
 }
 
 /** The text of a warning the emulator's CLI wrote to stderr (`quayside: warning: …`), or null. */

@@ -24,6 +24,14 @@ export function statusText(s: Snapshot, now = Date.now(), attachUrl?: string): {
       return { text: '$(sync~spin) Quayside: stopping…', tooltip: 'Stopping the Quayside emulator', warning: false };
     case 'crashed': {
       const wait = s.restartAt ? Math.max(0, Math.ceil((s.restartAt - now) / 1000)) : undefined;
+      // An attached emulator is not restarted by us: we lost it, and attach again.
+      if (attachUrl) {
+        return {
+          text: `$(error) Quayside: lost${wait !== undefined ? ` (attaching again in ${wait}s)` : ''}`,
+          tooltip: `${s.error?.message ?? `Lost the emulator at ${attachUrl}`}\nClick to attach now`,
+          warning: true,
+        };
+      }
       return {
         text: `$(error) Quayside: crashed${wait !== undefined ? ` (restart in ${wait}s)` : ''}`,
         tooltip: `${s.error?.message ?? 'The Quayside emulator crashed'}\nClick to start it now`,

@@ -136,7 +136,13 @@ export class PanelHandler {
       if (!this.disposed) this.post({ type: 'response', requestId, ok: true, result });
     } catch (e) {
       const error = toPanelError(e);
-      if (error.code === 'unavailable') this.setDown(error.message, false);
+      if (error.code === 'unavailable') {
+        // The lifecycle's reason when it gave one: a page rebuilt while down (a tab shown again
+        // after a crash) learns it from this answer, and must say "crashed", as a page that saw it
+        // happen does, not the transport's bare "not running".
+        if (this.downMessage !== undefined) error.message = this.downMessage;
+        else this.setDown(error.message, false);
+      }
       if (!this.disposed) this.post({ type: 'response', requestId, ok: false, error });
     }
   }
@@ -230,9 +236,7 @@ export class PanelHandler {
 
   private transport(): Transport {
     const t = this.getTransport();
-    // The lifecycle's reason when it gave one: a page rebuilt while down (a tab shown again after a
-    // crash) learns it from this answer, and must say "crashed", as a page that saw it happen does.
-    if (!t) throw new PanelFailure('unavailable', this.downMessage ?? 'The Quayside emulator is not running');
+    if (!t) throw new PanelFailure('unavailable', 'The Quayside emulator is not running');
     return t;
   }
 

@@ -6,7 +6,8 @@ import { advanceProblem, formatDuration, parseDuration } from '../../../src/core
 import { duration } from '../../../src/panel/webview/format';
 import { explainFailure, settingsCommand } from '../../../src/core/explain';
 import { npmFix } from '../../../src/core/npmFix';
-import { portProblem, settingsNeedingRestart, warningShape, type EmulatorConfig } from '../../../src/core/service';
+import { RestartQuestion, WarningOnce } from '../../../src/core/notices';
+import { portProblem, settingsNeedingRestart, type EmulatorConfig } from '../../../src/core/service';
 import { SwitchingTransport } from '../../../src/core/switching';
 import { ScriptedTransport, change } from './ext-fakes';
 
@@ -314,20 +315,50 @@ describe('extension: settings', () => {
     assert.deepEqual(settingsNeedingRestart(base, now({ token: 'x' })), []);
     assert.deepEqual(settingsNeedingRestart(now({ memory: true }), now({ memory: true, dataDir: '/w/other' })), []);
     assert.deepEqual(settingsNeedingRestart(base, now({ memory: true })), ['quayside.inMemory']);
+    assert.deepEqual(settingsNeedingRestart(base, now({ memory: true, dataDir: '/w/other' })), ['quayside.inMemory'], 'going to memory, the data directory is not used');
+    assert.deepEqual(settingsNeedingRestart(now({ memory: true }), now({ dataDir: '/w/other' })), ['quayside.dataDir', 'quayside.inMemory']);
     // Attached, only url and token count: the port, data and clock are the owner's.
     const attached = now({ url: 'ws://127.0.0.1:7433', token: 't' });
     assert.deepEqual(settingsNeedingRestart(attached, { ...attached, port: 9000, memory: true, clock: 'virtual' }), []);
     assert.deepEqual(settingsNeedingRestart(attached, { ...attached, token: 'u' }), ['quayside.token']);
-    assert.deepEqual(settingsNeedingRestart(base, attached), ['quayside.url'], 'set: a restart attaches instead');
+    assert.deepEqual(settingsNeedingRestart(base, attached), ['quayside.url', 'quayside.token'], 'set: a restart attaches instead, with that token');
+    assert.deepEqual(settingsNeedingRestart(attached, base), ['quayside.url'], 'cleared: a restart starts one, which takes no token');
     // A port that is not a number, as it was: no change either.
     assert.deepEqual(settingsNeedingRestart(now({ port: NaN }), now({ port: NaN })), []);
   });
 
-  it('a start warning that differs only in its figures is the same warning (one pop-up across automatic restarts)', () => {
-    const ahead = (min: number, at: string) => `a virtual clock moved this data directory's time on to ${at}, ${min} min ahead of the system clock: delayed messages wait that much longer`;
-    assert.equal(warningShape(ahead(52, '2026-12-08T03:00:00.000Z')), warningShape(ahead(53, '2026-12-08T03:00:00.000Z')));
-    assert.equal(warningShape(ahead(1.5, '2026-12-08T03:00:00.000Z')), warningShape(ahead(2, '2026-12-08T03:00:00.000Z')));
-    assert.notEqual(warningShape(ahead(52, 'x')), warningShape('another warning'));
+  it('a start warning pops up once across automatic restarts (its figures aside), and again after a stop', () => {
+    const ahead = (min: number) => `a virtual clock moved this data directory's time on to 2026-12-08T03:0${min % 10}:00.000Z, ${min} min ahead of the system clock`;
+    const w = new WarningOnce();
+    assert.equal(w.show(ahead(52)), true);
+    for (const state of ['crashed', 'starting', 'running']) w.stateChanged(state);
+    assert.equal(w.show(ahead(53)), false, 'an automatic restart a minute later: the log has it');
+    assert.equal(w.show('another warning'), true);
+    w.stateChanged('stopped');
+    assert.equal(w.show('another warning'), true, 'after a stop, a start\'s warning is new news');
+  });
+
+  it('asks to restart for a change that applies while it runs, once it runs after a change while it started, never twice for one crash restart, and afresh after a stop', () => {
+    let pending: string[] = [];
+    const q = new RestartQuestion(() => pending);
+    const touched = (...keys: string[]) => (k: string) => keys.includes(k);
+    assert.deepEqual(q.stateChanged('running'), [], 'a start on the settings as they are');
+    pending = ['quayside.port'];
+    assert.deepEqual(q.settingsChanged(touched('quayside.port')), ['quayside.port']);
+    assert.deepEqual(q.settingsChanged(touched('quayside.autoStart')), [], 'another setting changed: not asked again');
+    assert.deepEqual(q.settingsChanged(touched('quayside.port')), ['quayside.port'], 'the port changed again: asked again');
+    // A crash restart on the old settings runs again: not asked again.
+    for (const state of ['crashed', 'starting']) assert.deepEqual(q.stateChanged(state), []);
+    assert.deepEqual(q.stateChanged('running'), []);
+    // Stop, then a start that read the new port; the port changes again while it starts.
+    q.stateChanged('stopping');
+    q.stateChanged('stopped');
+    pending = [];
+    q.stateChanged('starting');
+    pending = ['quayside.port'];
+    assert.deepEqual(q.stateChanged('running'), ['quayside.port'], 'changed while it started: asked once it runs');
+    pending = ['quayside.port', 'quayside.clock'];
+    assert.deepEqual(q.settingsChanged(touched('quayside.clock')), ['quayside.port', 'quayside.clock']);
   });
 
   it('a quayside.port outside 0–65535, or not a whole number, is named with what it is', () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { QuaysideError } from '../../../emulator/errors';
+import { SwitchingTransport } from '../../../src/core/switching';
 import { PanelHandler, connectionNotice, type PanelUi, type SaveTarget } from '../../../src/panel/handler';
 import type { HostMessage, PanelEvent, PanelResponse } from '../../../src/panel/messages';
 import { FakeTransport } from '../webview/fake-transport';
@@ -476,7 +477,8 @@ describe('panel handler (host side of the queue panel)', () => {
 
   it('a page loaded while the emulator is down (a background tab shown again after a crash) is given the lifecycle\'s reason, not a bare "not running"', async () => {
     const posted: any[] = [];
-    const handler = new PanelHandler({ ref: { namespace: 'demo', queue: 'jobs' }, transport: () => undefined, ui: new FakeUi(), post: (m) => posted.push(m) });
+    // As the extension wires it: the switching transport is always there, and with nothing behind it fails unavailable.
+    const handler = new PanelHandler({ ref: { namespace: 'demo', queue: 'jobs' }, transport: () => new SwitchingTransport(), ui: new FakeUi(), post: (m) => posted.push(m) });
     handler.setConnection(false, 'the emulator crashed');
     await handler.handleMessage({ type: 'request', requestId: '1', op: 'init', args: {} });
     assert.deepEqual((posted.find((m) => m.type === 'response') as any).error, { code: 'unavailable', message: 'the emulator crashed' });

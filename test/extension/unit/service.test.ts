@@ -318,6 +318,55 @@ describe('extension: emulator service (fake launches)', () => {
     }
   });
 
+  it('attached, a crash goes back to the same url even when quayside.url was cleared meanwhile (no local emulator behind the user\'s back); the status bar and welcome speak of that run', async () => {
+    const timers: (() => void)[] = [];
+    const instances: FakeInstance[] = [];
+    const launches: string[] = [];
+    let cfg = config({ url: 'ws://127.0.0.1:7433', token: 'secret', port: 7433 });
+    const svc = new EmulatorService({
+      getConfig: () => cfg,
+      exists: () => true,
+      makeConnection: () => new ScriptedTransport(),
+      lifecycle: { setTimer: (fn) => timers.push(fn), clearTimer: () => undefined },
+      launchOverride: async (c, ctx, info) => {
+        launches.push(`${info.mode} ${ctx.attempt} ${info.url ?? info.port} ${c.token}`);
+        const i = new FakeInstance();
+        instances.push(i);
+        if (info.mode === 'attach') i.listen(7433, { attached: true, source: 'attached', token: c.token });
+        else i.listen(info.port);
+        return i;
+      },
+    });
+    try {
+      await svc.start();
+      cfg = config({ url: '', token: '', port: 7433 });
+      svc.settingsChanged();
+      assert.deepEqual(svc.pendingSettings(), ['quayside.url']);
+      assert.equal(svc.runAttachUrl, 'ws://127.0.0.1:7433', 'the run under way is attached');
+      assert.equal(svc.attachUrl, undefined, 'the setting says start one');
+      instances[0].exit(1);
+      await waitFor(svc, (s) => s.state === 'crashed');
+      assert.equal(svc.runAttachUrl, 'ws://127.0.0.1:7433', 'crashed: "lost the emulator at quayside.url"');
+      timers.shift()!();
+      await waitFor(svc, (s) => s.state === 'running');
+      assert.deepEqual(launches, ['attach 0 ws://127.0.0.1:7433 secret', 'attach 1 ws://127.0.0.1:7433 secret']);
+      await svc.restart();
+      assert.equal(launches[2], 'spawn 0 7433 ', 'the restart applies the change');
+      assert.equal(svc.runAttachUrl, undefined);
+      // And the other way: set while one the extension started runs, a crash starts it again.
+      cfg = config({ url: 'ws://127.0.0.1:9999', token: 't', port: 7433 });
+      svc.settingsChanged();
+      instances[2].exit(1);
+      await waitFor(svc, (s) => s.state === 'crashed');
+      assert.equal(svc.runAttachUrl, undefined, 'not "attaching" while it restarts the one it started');
+      timers.shift()!();
+      await waitFor(svc, (s) => s.state === 'running');
+      assert.equal(launches[3], 'spawn 1 7433 ');
+    } finally {
+      await svc.dispose();
+    }
+  });
+
   it('a setting changed while the emulator starts is pending once it runs (that start read the old one)', async () => {
     let cfg = config({ port: 47806 });
     let listen!: () => void;

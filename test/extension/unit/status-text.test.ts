@@ -23,5 +23,10 @@ describe('extension: status bar text', () => {
     const failed = statusText({ state: 'stopped', error: { code: 'attach_failed', message: 'ECONNREFUSED' } } as Snapshot, 0, url);
     assert.deepEqual([failed.text, failed.warning], ['$(debug-stop) Quayside: stopped', true]);
     assert.match(statusText({ state: 'running', endpoint: { ...ep, attached: true } } as Snapshot, 0, url).tooltip, /attached at ws:\/\/127\.0\.0\.1:7433/);
+    // Lost: we do not restart someone else's emulator, we attach to it again.
+    const lost = statusText({ state: 'crashed', restartAt: 4_000 } as Snapshot, 1_000, url);
+    assert.deepEqual([lost.text, lost.warning], ['$(error) Quayside: lost (attaching again in 3s)', true]);
+    assert.match(lost.tooltip, /Click to attach now$/);
+    assert.equal(statusText({ state: 'crashed' } as Snapshot, 0, url).text, '$(error) Quayside: lost');
   });
 });
