@@ -205,6 +205,7 @@ function checkOptions(opts: EmulatorOptions): void {
 
 export { DEFAULT_PORT };
 export { QuaysideError } from './errors';
+export { connectClock, type RemoteClock } from './clients/clock';
 export type { ErrorCode } from './protocol';
 /** What a start that cannot take its data directory throws: `code: 'data_dir'`, `problem` says why. */
 export { StoreOpenError, type StoreOpenProblem } from './store/boundary';

@@ -1,3 +1,4 @@
+import { queueMicrotask } from '../real-time';
 /**
  * What an aborted call rejects with: the signal's reason, whatever the caller gave (as `fetch`
  * does); an AbortError only for a signal that carries none.

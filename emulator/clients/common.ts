@@ -2,6 +2,7 @@ import { QuaysideError } from '../errors';
 import { abortError, whenAborted } from './abort';
 import { LIMITS, LONE_SURROGATE, hasLoneSurrogate } from '../protocol';
 import type { Transport } from './transport';
+import { clearTimeout, setTimeout } from '../real-time';
 
 // Small helpers shared by the product faces (cache, env, sync): argument checks that run before
 // anything is sent (JSON cannot carry NaN or Infinity, so they must be caught here), and waits

@@ -5,6 +5,7 @@ import { abortError, orAbort, whenAborted } from './abort';
 import { pause } from './common';
 import { Slots, mayBeHeld } from './slots';
 import { checkConnectionOptions, encodeRequest, resolveToken, resolveUrl, type ConnectionOptions, type RequestOptions, type Transport } from './transport';
+import { clearInterval, clearTimeout, realNow, setInterval, setTimeout } from '../real-time';
 
 /** The masking key ws asks for before each frame: left all zeros (see dial()). */
 const zeroMask = (mask: Buffer): void => {
@@ -482,7 +483,7 @@ export class Connection implements Transport {
 
   /** Keep trying to (re)connect for up to `ms`, so a request rides out an emulator restart. */
   private async openWithin(ms: number, signal?: AbortSignal): Promise<void> {
-    const deadline = Date.now() + ms;
+    const deadline = realNow() + ms;
     let wait = 25;
     for (;;) {
       try {
@@ -492,7 +493,7 @@ export class Connection implements Transport {
       } catch (e) {
         if (signal?.aborted) throw abortError(signal);
         const err = e as QuaysideError;
-        if (err.code !== 'unavailable' || this.state === 'closed' || Date.now() + wait > deadline) throw err;
+        if (err.code !== 'unavailable' || this.state === 'closed' || realNow() + wait > deadline) throw err;
         await pause(wait, signal);
         if (signal?.aborted) throw abortError(signal);
         wait = Math.min(wait * 2, 500);

@@ -6,6 +6,7 @@ import { whenAborted } from './abort';
 import { Connection } from './connection';
 import type { Transport } from './transport';
 import { EMULATOR_HANDLE_KEYS, callOnError, errorText, invalidArg, isCode, jsonValue, onlyKeys, optCount, options, optFunction, optKey, optObject, optSignal, optString, optTransport, pause, thrownText } from './common';
+import { realNow } from '../real-time';
 
 /** How long stop() waits for the emulator to take a detach (a call's wait for a connection). */
 const DETACH_WAIT_MS = 5000;
@@ -450,7 +451,7 @@ export async function runConsumer<Body = unknown, E = ConsumerEnv>(
       .then(async () => {
         while (background.size > 0) await Promise.all([...background]); // waitUntil may add more while it runs
       });
-    const h = { work, leaseUntil: Math.max(...ev.messages.map((d) => d.leaseUntil)), realEnd: Date.now() + batchLeaseMs };
+    const h = { work, leaseUntil: Math.max(...ev.messages.map((d) => d.leaseUntil)), realEnd: realNow() + batchLeaseMs };
     inHand.add(h);
     void work.finally(() => inHand.delete(h));
   }
@@ -466,7 +467,7 @@ export async function runConsumer<Body = unknown, E = ConsumerEnv>(
    */
   async function finishOrTimeOut(h: InHand): Promise<void> {
     for (;;) {
-      const left = h.realEnd - Date.now();
+      const left = h.realEnd - realNow();
       if (left <= 0) return;
       const wake = new AbortController();
       // The batch may finish while the emulator's time is asked (a long wait while it is down).
@@ -478,7 +479,7 @@ export async function runConsumer<Body = unknown, E = ConsumerEnv>(
       ]);
       wake.abort();
       if (now === 'over' || (now !== null && now >= h.leaseUntil)) return;
-      const step = Math.min(100, h.realEnd - Date.now(), now === null ? 100 : h.leaseUntil - now);
+      const step = Math.min(100, h.realEnd - realNow(), now === null ? 100 : h.leaseUntil - now);
       const nap = new AbortController();
       const finished = await Promise.race([h.work.then(() => true), pause(Math.max(step, 0), nap.signal).then(() => false)]);
       nap.abort();

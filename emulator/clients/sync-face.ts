@@ -5,6 +5,7 @@ import { argsJson, type Transport } from './transport';
 import { orAbort } from './abort';
 import { EMULATOR_HANDLE_KEYS, asJsonTop, errorText, invalidArg, isAbort, isCode, jsonValue, onlyKeys, optKey, optMs, optSignal, options, optString, pause, readOnlyRefusal } from './common';
 import { DEFAULT_PREFIX, checkOrdering, syncNamespace, syncPolicy, type SyncDelivery, type SyncLimits, type SyncSettings } from './policies';
+import { realNow } from '../real-time';
 
 // The `sync` dialect (seeds/002 and DESIGN.md "sync details") over any Transport: the WebSocket
 // connection (quayside/sync) or the in-process engine (quayside/sync/memory). The semantics live in
@@ -188,7 +189,7 @@ const ENVELOPE = 'data, attempt, orderingKey, meta and enqueuedAt as JSON';
 /** The message's envelope in bytes, as the engine measures a sync message (`syncEnvelopeBytes`). */
 function envelopeBytes(data: unknown, meta: unknown, orderingKey: string | undefined): number {
   const size = (v: unknown) => Buffer.byteLength(JSON.stringify(v), 'utf8');
-  return syncEnvelopeBytes(size(data), meta === undefined || meta === null ? undefined : size(meta), orderingKey, Date.now());
+  return syncEnvelopeBytes(size(data), meta === undefined || meta === null ? undefined : size(meta), orderingKey, realNow());
 }
 
 /**
@@ -451,7 +452,7 @@ export function syncQueueOver<T = unknown, In = Unnamed>(transport: Transport, o
      * too, as it bounds a single hold.
      */
     async function receive<T>(s: Site, timeoutMs: number, leaseMs: number | undefined, who: string, signal: AbortSignal | undefined): Promise<SyncMessage<T> | null> {
-      const realEnd = Date.now() + timeoutMs;
+      const realEnd = realNow() + timeoutMs;
       const clockNow = async () => (await transport.request('clock.now', {}, { signal })).now;
       const several = timeoutMs > LIMITS.maxWaitMs || (schema !== undefined && timeoutMs > 0);
       // At most the largest time the engine takes (a Date's): a huge finite timeout still just waits.
@@ -466,12 +467,12 @@ export function syncQueueOver<T = unknown, In = Unnamed>(transport: Transport, o
           // touch() without leaseMs extends by it, even if the queue's default changes meanwhile.
           const m = await accept<T>(s, got[0], leaseMs ?? r.leaseMs);
           if (m) return m;
-        } else if (timeoutMs === 0 || until === undefined || signal?.aborted || Date.now() >= realEnd || (await clockNow()) >= until) {
+        } else if (timeoutMs === 0 || until === undefined || signal?.aborted || realNow() >= realEnd || (await clockNow()) >= until) {
           // One hold was the whole wait, or the wait's end has come.
           return null;
         }
         // The rest of the wait in real time; the server ends the hold at `until` if that comes first.
-        waitMs = timeoutMs === 0 ? 0 : Math.min(Math.max(0, realEnd - Date.now()), LIMITS.maxWaitMs);
+        waitMs = timeoutMs === 0 ? 0 : Math.min(Math.max(0, realEnd - realNow()), LIMITS.maxWaitMs);
       }
     }
 

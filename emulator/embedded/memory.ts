@@ -10,6 +10,7 @@ import { abortError, whenAborted } from '../clients/abort';
 import { Slots, mayBeHeld } from '../clients/slots';
 import { syncQueueOver, type SentData, type SyncQueue, type SyncQueueOptions, type Unnamed } from '../clients/sync-face';
 import { invalidArg } from '../clients/common';
+import { clearInterval, setInterval } from '../real-time';
 
 // quayside/sync/memory: the same `queue()` as quayside/sync, with no emulator. An in-process
 // Transport runs the real engine on an in-memory store and calls the server's dispatch() with a

@@ -1,4 +1,5 @@
 import { LIMITS } from '../protocol';
+import { realNow } from '../real-time';
 
 /** The engine's time source: the system clock, or a virtual one that tests move by hand. */
 export interface Clock {
@@ -9,7 +10,7 @@ export interface Clock {
 export class SystemClock implements Clock {
   readonly mode = 'system' as const;
   now(): number {
-    return Date.now();
+    return realNow();
   }
 }
 
@@ -17,7 +18,7 @@ export class SystemClock implements Clock {
 export class VirtualClock implements Clock {
   readonly mode = 'virtual' as const;
   private t: number;
-  constructor(start: number = Date.now()) {
+  constructor(start: number = realNow()) {
     this.t = start;
   }
   now(): number {
@@ -59,6 +60,6 @@ export function clockOptionProblem(c: unknown): string | null {
  */
 export function clockFor(option: 'system' | VirtualClockOption | undefined, notBefore: number | null = null): Clock {
   if (option !== 'virtual' && (typeof option !== 'object' || option === null)) return new SystemClock();
-  const asked = typeof option === 'object' ? option.start : Date.now();
+  const asked = typeof option === 'object' ? option.start : realNow();
   return new VirtualClock(notBefore !== null && Number.isFinite(notBefore) ? Math.max(asked, notBefore) : asked);
 }

@@ -17,6 +17,7 @@ import { PRESETS, TIME, consumerSettings, mergePolicy } from './presets';
 import * as v from './validate';
 import { messageId, parseMessageId, parseReceipt, toDelivery, toView, type Extra } from './views';
 import { Waiters, type Waiter } from './waiters';
+import { clearTimeout, realNow, setImmediate, setTimeout } from '../real-time';
 
 export type ChangeBody = Omit<ChangeEvent, 'event' | 'subscription'>;
 
@@ -1276,8 +1277,8 @@ export class Engine {
       // nothing new has arrived for three turns in a row; at most about 50 turns, for a client that
       // keeps connecting.
       let seen = this.arrivals();
-      const until = Date.now() + ARRIVALS_WAIT_MAX_MS;
-      for (let quiet = 0, turn = 0; quiet < 3 && (quiet > 0 || (turn < ARRIVALS_WAIT_TURNS && Date.now() < until)); turn++) {
+      const until = realNow() + ARRIVALS_WAIT_MAX_MS;
+      for (let quiet = 0, turn = 0; quiet < 3 && (quiet > 0 || (turn < ARRIVALS_WAIT_TURNS && realNow() < until)); turn++) {
         await new Promise((r) => setTimeout(r, 1));
         await this.settle();
         const now = this.arrivals();
@@ -1348,7 +1349,7 @@ export class Engine {
   private async awaitHolders(): Promise<void> {
     const out = this.handedOut;
     if (!out || out.length === 0) return;
-    let since = Date.now();
+    let since = realNow();
     let quiet = 0;
     let claims = this.claimsInAdvance;
     while (!this.closed) {
@@ -1363,12 +1364,12 @@ export class Engine {
       out.length = 0;
       out.push(...still);
       if (moved) {
-        since = Date.now();
+        since = realNow();
         quiet = 0;
       } else quiet++;
       // All answered: a few quiet turns more, for a consumer's next pull after its nack (a message
       // ready again at this instant goes to it now, as it would on a real clock).
-      if (out.length === 0 ? quiet >= HOLDERS_SETTLED_TURNS : Date.now() - since >= HOLDERS_QUIET_MS) break;
+      if (out.length === 0 ? quiet >= HOLDERS_SETTLED_TURNS : realNow() - since >= HOLDERS_QUIET_MS) break;
     }
     // The rest answer after the advance, if ever: the clock does not wait for them again.
     out.length = 0;

@@ -1,5 +1,6 @@
 import { QuaysideError } from '../errors';
 import type { QueueStore } from '../store/boundary';
+import { setImmediate } from '../real-time';
 
 /** SQLite's "disk full" becomes a stable code; nothing of the failed transaction was kept. */
 function storageError(e: unknown): unknown {

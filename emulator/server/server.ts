@@ -6,6 +6,7 @@ import { CLOSE_STOPPED_UNRUN, LIMITS, type ChangeEvent, type ResponseFrame, type
 import { hostAllowed, originAllowed } from './auth';
 import { Session, answerNotSent, dispatch, endSession, matches } from './dispatch';
 import { metricsText } from './metrics';
+import { clearTimeout, nextTick, realNow, setTimeout } from '../real-time';
 
 /** An HTTP route mounted on the emulator's port; answers true when it handled the request. */
 export type HttpRoute = (req: http.IncomingMessage, res: http.ServerResponse, engine: Engine) => Promise<boolean>;
@@ -269,7 +270,7 @@ export class QuaysideServer {
     if (sock && !this.corked.has(sock)) {
       this.corked.add(sock);
       sock.cork();
-      process.nextTick(() => {
+      nextTick(() => {
         this.corked.delete(sock);
         sock.uncork();
       });
@@ -355,7 +356,7 @@ export class QuaysideServer {
     this.closing = true;
     this.log(`stopping (${this.sessions.size} connections open)`);
     this.offChange();
-    const deadline = Date.now() + CLOSE_WAIT_MS;
+    const deadline = realNow() + CLOSE_WAIT_MS;
     // Requests already running finish and are answered first (held pulls end at once, empty);
     // frames that were waiting their turn are dropped unrun, as are any that arrive from now on.
     for (const [ws, s] of this.sessions) {
@@ -367,7 +368,7 @@ export class QuaysideServer {
       }
     }
     const busy = () => this.httpRunning > 0 || [...this.sessions.values()].some((s) => s.inFlight > 0);
-    while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    while (busy() && realNow() < deadline) await new Promise((r) => setTimeout(r, 2));
     // Then a close frame, not a bare TCP reset: a client in this process knows before close()
     // resolves that its socket is going, so its next call dials the next emulator instead of
     // writing to this one. Clients that do not answer within the bound are cut off.
@@ -379,7 +380,7 @@ export class QuaysideServer {
       if (s.inFlight === 0) ws.close(CLOSE_STOPPED_UNRUN, 'the emulator is stopping; requests not answered were not run');
       else ws.close(1001, 'the emulator is stopping');
     }
-    await Promise.race([Promise.all(gone), new Promise<void>((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref())]);
+    await Promise.race([Promise.all(gone), new Promise<void>((r) => setTimeout(r, Math.max(0, deadline - realNow())).unref())]);
     for (const ws of this.sessions.keys()) ws.terminate();
     this.sessions.clear();
     this.wss.close();

@@ -20,7 +20,7 @@ describe('entry points (package exports, built)', function () {
       './env': ['createEnv', 'runConsumer'],
       './sync': ['queue'],
       './sync/memory': ['queue', 'createMemoryQueues'],
-      './emulator': ['startEmulator'],
+      './emulator': ['startEmulator', 'connectClock'],
     };
     for (const [sub, names] of Object.entries(want)) {
       const entry = pkg.exports[sub];
