@@ -545,7 +545,8 @@ describe('queue panel webview (Chromium)', function () {
     p.handler.setConnection(false, 'the emulator is stopped');
     await p.page.waitForSelector('#banner:not(.hidden)');
     await p.page.click('#dead-replay-all');
-    await waitFor(async () => (await text(p, '#toast')) === 'Replay failed: the Quayside emulator is not running', `the toast: ${await text(p, '#toast')}`);
+    // The lifecycle's reason, as the banner gives it, not the transport's bare "not running".
+    await waitFor(async () => (await text(p, '#toast')) === 'Replay failed: the emulator is stopped', `the toast: ${await text(p, '#toast')}`);
   });
 
   it('opens on the tab the host asks for: before it loads (with init) and while it shows (an event)', async () => {
