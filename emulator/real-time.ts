@@ -8,13 +8,25 @@
 // clients comes from here, captured at load. Quayside's own time for tests is its virtual clock.
 import * as timers from 'node:timers';
 
+/**
+ * The original behind a function that @sinonjs/fake-timers installed (jest's and vitest's fake
+ * timers): it marks each with its `clock`, which keeps the original as `_<name>`. So a Quayside
+ * loaded while they are on (jest's enableGlobally, a jest.resetModules() after useFakeTimers())
+ * still takes the real ones. Anything else is taken as it is.
+ */
+function unfaked<T>(fn: T, name: string): T {
+  const clock = (fn as { clock?: Record<string, unknown> } | null | undefined)?.clock;
+  const original = clock && typeof clock === 'object' ? clock[`_${name}`] : undefined;
+  return typeof original === 'function' ? (original as T) : fn;
+}
+
 // Values, not re-exports: `timers.setTimeout` read at each call would see node:test's mock.
-export const setTimeout = timers.setTimeout;
-export const clearTimeout = timers.clearTimeout;
-export const setInterval = timers.setInterval;
-export const clearInterval = timers.clearInterval;
-export const setImmediate = timers.setImmediate;
-export const nextTick = process.nextTick;
-export const queueMicrotask = globalThis.queueMicrotask;
+export const setTimeout = unfaked(timers.setTimeout, 'setTimeout');
+export const clearTimeout = unfaked(timers.clearTimeout, 'clearTimeout');
+export const setInterval = unfaked(timers.setInterval, 'setInterval');
+export const clearInterval = unfaked(timers.clearInterval, 'clearInterval');
+export const setImmediate = unfaked(timers.setImmediate, 'setImmediate');
+export const nextTick = unfaked(process.nextTick, 'nextTick');
+export const queueMicrotask = unfaked(globalThis.queueMicrotask, 'queueMicrotask');
 /** Date.now as it was: a faked Date (jest.setSystemTime) is the app's time, not the emulator's. */
-export const realNow: () => number = Date.now;
+export const realNow: () => number = unfaked(Date, 'Date').now;

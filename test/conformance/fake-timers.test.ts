@@ -161,3 +161,40 @@ describe('the emulator\'s code takes its timers from real-time.ts, never the glo
     assert.deepEqual(offences, []);
   });
 });
+
+describe('real-time.ts loaded while fake timers are on (jest\'s enableGlobally, a resetModules after useFakeTimers)', () => {
+  it('takes the originals @sinonjs/fake-timers keeps on its clock, not the fakes', () => {
+    // @sinonjs/fake-timers (jest and vitest) installs a wrapper on the global with `.clock` set, and
+    // keeps the original as clock._<name>: this is that shape.
+    const originals = { nextTick: process.nextTick, queueMicrotask: globalThis.queueMicrotask, Date: globalThis.Date };
+    const clock: Record<string, unknown> = { _nextTick: originals.nextTick, _queueMicrotask: originals.queueMicrotask, _Date: originals.Date };
+    const fakeTick = Object.assign(() => undefined, { clock });
+    const fakeMicrotask = Object.assign(() => undefined, { clock });
+    const FakeDate = Object.assign(class extends originals.Date {
+      static now() {
+        return 0;
+      }
+    }, { clock });
+    const modulePath = require.resolve('../../emulator/real-time');
+    const cached = require.cache[modulePath];
+    process.nextTick = fakeTick as unknown as typeof process.nextTick;
+    globalThis.queueMicrotask = fakeMicrotask as unknown as typeof queueMicrotask;
+    globalThis.Date = FakeDate as unknown as DateConstructor;
+    let fresh: typeof import('../../emulator/real-time');
+    try {
+      delete require.cache[modulePath];
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      fresh = require('../../emulator/real-time') as typeof import('../../emulator/real-time');
+    } finally {
+      process.nextTick = originals.nextTick;
+      globalThis.queueMicrotask = originals.queueMicrotask;
+      globalThis.Date = originals.Date;
+      if (cached) require.cache[modulePath] = cached;
+    }
+    assert.equal(fresh.nextTick, originals.nextTick);
+    assert.equal(fresh.queueMicrotask, originals.queueMicrotask);
+    assert.ok(Math.abs(fresh.realNow() - Date.now()) < 5_000, 'the real time, not the fake Date\'s 0');
+    // Anything not faked that way is taken as it is.
+    assert.equal(fresh.setImmediate, globalThis.setImmediate);
+  });
+});
