@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Connection as ConnectionT } from './clients/connection';
 import type { Dialect, MessageView, QueueInfo } from './protocol';
@@ -236,6 +237,53 @@ function statesFlag(args: Args): MessageView['state'][] | undefined {
   return states as MessageView['state'][];
 }
 
+// ------------------------------------------------------------------ paths
+
+/** A leading `~` as the shell would have expanded it (`--data=~/q` is not), and as the extension does. */
+function homePath(p: string): string {
+  if (p !== '~' && !p.startsWith('~/')) return p;
+  return path.join(os.homedir(), p.slice(1));
+}
+
+/** The working directory was deleted under us: path.resolve of a relative path then fails. */
+function cwdGone(e: unknown): boolean {
+  const err = e as NodeJS.ErrnoException;
+  return err?.syscall === 'uv_cwd' || (err?.code === 'ENOENT' && /uv_cwd/.test(String(err.message)));
+}
+
+/** A data directory as the banner shows it: relative to here when it can be, `.` for here itself. */
+function shownDir(dir: string): string {
+  try {
+    return (path.relative(process.cwd(), dir) || '.') + '/';
+  } catch {
+    return dir + '/'; // (no working directory any more)
+  }
+}
+
+/**
+ * `text` into `file`, whole or not at all: written aside and renamed into place, so a full disk
+ * leaves the old file as it was (never one cut short) and the error can say nothing was written.
+ */
+function writeWhole(file: string, text: string): void {
+  const target = fs.existsSync(file) ? fs.realpathSync(file) : file;
+  if (fs.existsSync(target)) {
+    if (fs.statSync(target).isDirectory()) throw Object.assign(new Error(`${file} is a directory`), { code: 'EISDIR' });
+    fs.accessSync(target, fs.constants.W_OK); // a read-only file is refused, not replaced
+  }
+  const aside = `${target}.${process.pid}.tmp`;
+  try {
+    fs.writeFileSync(aside, text);
+    fs.renameSync(aside, target);
+  } catch (e) {
+    try {
+      fs.rmSync(aside, { force: true });
+    } catch {
+      // (a name too long to remove was too long to write): the write's own error is the one to tell
+    }
+    throw e;
+  }
+}
+
 // ------------------------------------------------------------------ start
 
 const NATIVE_FAILURE = /better_sqlite3\.node|NODE_MODULE_VERSION|invalid ELF|was compiled against|Could not locate the bindings file/i;
@@ -276,9 +324,10 @@ async function start(args: Args): Promise<void> {
     host = nonEmptyFlag(args, 'host') ?? '127.0.0.1';
     memory = args.flags.memory === true;
     if (memory && args.flags.data !== undefined) throw new UsageError('--memory and --data exclude each other');
-    dataDir = memory ? undefined : path.resolve(nonEmptyFlag(args, 'data') ?? '.quayside');
+    dataDir = memory ? undefined : path.resolve(homePath(nonEmptyFlag(args, 'data') ?? '.quayside'));
     token = flag(args, 'token') ?? (process.env.QUAYSIDE_TOKEN || undefined); // set but empty is unset
-    configFlag = nonEmptyFlag(args, 'config');
+    const config = nonEmptyFlag(args, 'config');
+    configFlag = config === undefined ? undefined : homePath(config);
     clockFlag = flag(args, 'clock') ?? 'system';
     if (clockFlag !== 'system' && clockFlag !== 'virtual') throw new UsageError(`--clock must be system or virtual, got "${clockFlag}"`);
     durability = flag(args, 'durability') ?? 'normal';
@@ -286,6 +335,7 @@ async function start(args: Args): Promise<void> {
   } catch (e) {
     // Every usage error of start, --clock with no value too, in start's own form (a JSON event on stdout with --json).
     if (e instanceof UsageError) return fail('usage', e.message);
+    if (cwdGone(e)) return fail('data_dir', 'the current directory no longer exists (it was deleted or moved); cd to one that does, or give --data an absolute path');
     throw e;
   }
 
@@ -298,7 +348,8 @@ async function start(args: Args): Promise<void> {
     throw e;
   }
   // The config file is read and checked before the data directory is opened or a port taken.
-  const configFile = configFlag ?? (fs.existsSync('quayside.json') ? 'quayside.json' : undefined);
+  // lstat, not exists: a quayside.json that is a dangling or looping symlink is a broken config, not none.
+  const configFile = configFlag ?? (fs.lstatSync('quayside.json', { throwIfNoEntry: false }) ? 'quayside.json' : undefined);
   const wc = require('./workspace-config') as typeof import('./workspace-config');
   let config: unknown;
   if (configFile) {
@@ -371,7 +422,7 @@ async function start(args: Args): Promise<void> {
   process.on('SIGHUP', () => void stop('SIGHUP'));
   say(
     { event: 'listening', url: emu.url, http: emu.httpUrl, token: emu.token, pid: process.pid, dataDir: dataDir ?? null, clock: clockFlag },
-    `Quayside emulator listening on ${emu.url} (HTTP ${emu.httpUrl}), data ${dataDir ? 'in ' + path.relative(process.cwd(), dataDir) + '/' : 'in memory'}${clockFlag === 'virtual' ? ', virtual clock' : ''}\n` +
+    `Quayside emulator listening on ${emu.url} (HTTP ${emu.httpUrl}), data ${dataDir ? 'in ' + shownDir(dataDir) : 'in memory'}${clockFlag === 'virtual' ? ', virtual clock' : ''}\n` +
       `  export QUAYSIDE_URL=${emu.url}\n  export QUAYSIDE_TOKEN=${emu.token}\nCtrl-C stops it.`,
   );
   if (args.flags['exit-with-parent'] === true) {
@@ -548,14 +599,14 @@ async function client(cmd: string, args: Args): Promise<void> {
         if (file === undefined) process.stdout.write(text);
         else {
           try {
-            fs.writeFileSync(file, text);
+            writeWhole(homePath(file), text);
           } catch (e) {
             const err = e as NodeJS.ErrnoException;
             const why = err.code === 'EISDIR' ? 'it is a directory' : err.code === 'ENOENT' ? 'its directory does not exist' : err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied' : err.code === 'ENOSPC' ? 'the disk is full' : err.message;
             // The CLI's own code (the file is not the emulator's business), as data_dir and config are.
             throw Object.assign(new Error(`cannot write --out ${file}: ${why}${err.code ? ` (${err.code})` : ''}; nothing was exported`), { code: 'out_file' });
           }
-          out({ exported: all.length, file: path.resolve(file) }, `exported ${all.length} message(s) to ${path.resolve(file)}`);
+          out({ exported: all.length, file: path.resolve(homePath(file)) }, `exported ${all.length} message(s) to ${path.resolve(homePath(file))}`);
         }
         break;
       }

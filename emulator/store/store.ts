@@ -79,7 +79,8 @@ function readOwner(file: string): number {
 }
 
 function lockError(dataDir: string, e: unknown): StoreOpenError {
-  return new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); is the disk full or read-only?`);
+  const why = (e as NodeJS.ErrnoException).code === 'ENAMETOOLONG' ? 'its path is too long; choose a shorter one' : 'is the disk full or read-only?';
+  return new StoreOpenError('unwritable', `cannot lock the data directory ${dataDir} (${(e as Error).message}); ${why}`);
 }
 
 /** A held data-directory lock: its file, and the directory's device:inode (see Store.lockedDirs). */
@@ -105,17 +106,32 @@ export class Store implements QueueStore {
   private readonly createdDir: string | null = null;
 
   constructor(opts: StoreOptions) {
-    this.file = opts.dataDir ? path.join(opts.dataDir, DB_FILE) : null;
-    if (opts.dataDir) {
-      this.createdDir = Store.prepareDir(opts.dataDir);
-      this.lock = Store.lockDataDir(opts.dataDir);
+    // Resolved once, and that path used for everything: `build/../.qs` made one directory and
+    // opened another when only the mkdir resolved it.
+    const dataDir = opts.dataDir ? path.resolve(opts.dataDir) : null;
+    this.file = dataDir ? path.join(dataDir, DB_FILE) : null;
+    if (dataDir) {
+      // SQLite opens no database whose -journal's path passes 512 bytes (measured here: a data
+      // directory of 492 bytes opens, one of 493 does not): said before anything is made.
+      const most = 512 - `/${DB_FILE}-journal`.length;
+      if (Buffer.byteLength(dataDir) > most) {
+        throw new StoreOpenError('unwritable', `the data directory ${dataDir} is too long a path for SQLite (${Buffer.byteLength(dataDir)} bytes; it takes at most ${most}); choose a shorter one`);
+      }
+      this.createdDir = Store.prepareDir(dataDir);
+      try {
+        this.lock = Store.lockDataDir(dataDir);
+      } catch (e) {
+        Store.removeCreated(dataDir, this.createdDir);
+        throw e;
+      }
     }
     const fresh = this.file !== null && !fs.existsSync(this.file);
     this.fresh = fresh;
     try {
-      this.db = Store.openDatabase(opts.dataDir, this.file);
+      this.db = Store.openDatabase(dataDir, this.file);
     } catch (e) {
       this.unlock();
+      if (dataDir) Store.removeCreated(dataDir, this.createdDir);
       throw e;
     }
     try {
@@ -138,23 +154,46 @@ export class Store implements QueueStore {
       if (!/^SQLITE_(FULL|IOERR|READONLY|CANTOPEN)/.test(code)) throw e;
       // A file we had just created is removed again, so a failed start leaves the directory as it was.
       if (fresh && this.file) for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) fs.rmSync(f, { force: true });
+      if (dataDir) Store.removeCreated(dataDir, this.createdDir);
       throw new StoreOpenError('unwritable', `cannot write ${this.file} (${(e as Error).message}, ${code}); is the disk full or read-only?`);
     }
   }
 
   /** Creates the data directory and any missing parents; returns the outermost it created (null: it existed). */
   private static prepareDir(dataDir: string): string | null {
+    const made: string[] = [];
     try {
       // One level at a time from the deepest that exists, not mkdirSync's recursive form, which
       // loops for ever where the file system answers ENOENT to every mkdir (a path under /proc).
       const missing: string[] = [];
-      for (let d = path.resolve(dataDir); !fs.existsSync(d) && path.dirname(d) !== d; d = path.dirname(d)) missing.unshift(d);
-      for (const d of missing) fs.mkdirSync(d);
+      for (let d = dataDir; !fs.existsSync(d) && path.dirname(d) !== d; d = path.dirname(d)) missing.unshift(d);
+      for (const d of missing) {
+        fs.mkdirSync(d);
+        made.push(d);
+      }
       if (!fs.statSync(dataDir).isDirectory()) throw new Error(`${dataDir} is not a directory`);
       fs.accessSync(dataDir, fs.constants.W_OK);
       return missing[0] ?? null;
     } catch (e) {
+      // What it made before the failure (a name too long three levels down, a full disk) goes again.
+      if (made.length) Store.removeCreated(made[made.length - 1], made[0]);
       throw new StoreOpenError('unwritable', `the data directory ${dataDir} cannot be written: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * Removes the directories a refused start created, from `dir` up to `createdDir`, each only if
+   * empty (what is in one now is not ours to remove). Never throws: it must not hide why the start failed.
+   */
+  private static removeCreated(dir: string, createdDir: string | null): void {
+    if (!createdDir) return;
+    for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+      try {
+        fs.rmdirSync(d);
+      } catch {
+        return;
+      }
+      if (d === createdDir || path.dirname(d) === d) return;
     }
   }
 
@@ -182,10 +221,17 @@ export class Store implements QueueStore {
     // fails if one exists): a lock created empty and written after could be read as garbage by
     // another start in between, and taken over.
     const mine = `${file}.${process.pid}.new`;
+    const dropMine = () => {
+      try {
+        fs.rmSync(mine, { force: true });
+      } catch {
+        // (a path too long to remove was too long to make): it must not hide the lock's own error
+      }
+    };
     try {
       fs.writeFileSync(mine, `${process.pid}\n`);
     } catch (e) {
-      fs.rmSync(mine, { force: true });
+      dropMine();
       throw lockError(dataDir, e);
     }
     try {
@@ -207,7 +253,7 @@ export class Store implements QueueStore {
         Store.takeOver(file, owner); // left by a process that is gone
       }
     } finally {
-      fs.rmSync(mine, { force: true });
+      dropMine();
     }
   }
 
@@ -608,15 +654,7 @@ export class Store implements QueueStore {
     }
     // Only now: a start waiting on the lock must not open a file that is about to be removed.
     this.unlock();
-    if (!this.createdDir) return;
-    for (let dir = path.resolve(path.dirname(this.file)); ; dir = path.dirname(dir)) {
-      try {
-        fs.rmdirSync(dir);
-      } catch {
-        return; // not empty: something else is in it now, so it is not ours to remove
-      }
-      if (dir === this.createdDir || path.dirname(dir) === dir) return;
-    }
+    Store.removeCreated(path.dirname(this.file), this.createdDir);
   }
 
   /** Writes the counts, then copies the WAL back into the database without waiting on readers (no-op in memory). */

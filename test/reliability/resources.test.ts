@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -267,6 +267,38 @@ describe('reliability: resources and faults', function () {
     }
     assert.equal(dirDigest(src), before, 'the database was changed');
     fs.rmSync(src, { recursive: true, force: true });
+  });
+
+  it('export --out onto a full disk keeps the file that was there (never one cut short) and leaves nothing aside', async function () {
+    const dir = tempDir();
+    const why = mount(['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir]);
+    if (why) {
+      console.log(`      skipped: cannot mount a small tmpfs here (${why})`);
+      return this.skip();
+    }
+    const emu = await startEmulator({ memory: true });
+    try {
+      await emu.engine.pushBatch({ namespace: 'full', queue: 'q', messages: Array.from({ length: 400 }, (_, i) => ({ body: { i, pad: 'x'.repeat(200) } })), create: 'cache' });
+      const old = path.join(dir, 'old.json');
+      fs.writeFileSync(old, '[{"kept":true}]');
+      fs.writeFileSync(path.join(dir, 'filler'), Buffer.alloc(40 * 1024));
+      const tsx = path.resolve(__dirname, '../../node_modules/.bin/tsx');
+      const cli = path.resolve(__dirname, '../../emulator/cli.ts');
+      // Not execFileSync: the emulator answering it runs in this process.
+      const failure = await new Promise<{ code: number | null; stderr: string } | null>((resolve) => {
+        execFile(tsx, [cli, 'export', 'q', '--ns', 'full', '--out', old, '--url', emu.url, '--token', emu.token, '--json'], { timeout: 60_000 }, (e, _out, stderr) =>
+          resolve(e ? { code: typeof e.code === 'number' ? e.code : null, stderr } : null),
+        );
+      });
+      assert.ok(failure, 'the export did not fit, and said so');
+      assert.equal(failure.code, 1, failure.stderr);
+      assert.match(JSON.parse(failure.stderr!).error.message, /the disk is full \(ENOSPC\); nothing was exported/);
+      assert.equal(fs.readFileSync(old, 'utf8'), '[{"kept":true}]', 'the old export is as it was');
+      assert.deepEqual(fs.readdirSync(dir).sort(), ['filler', 'old.json']);
+    } finally {
+      await emu.close();
+      umount(dir);
+    }
   });
 
   it('a full disk (a tiny tmpfs) gives a clear error at start, and a full disk later refuses writes without losing data', async function () {

@@ -753,3 +753,84 @@ describe('quayside CLI: in a pipeline and in a script', function () {
     assert.match(state!.stderr, /--state has an empty state in "ready,"/);
   });
 });
+
+describe('quayside CLI: unusual paths', function () {
+  this.timeout(120_000);
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quayside-cli-paths-'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  /** Runs `start --json` through sh (so it can leave its directory first), reads its first stdout line, then stops it. */
+  function startVia(script: string, env: NodeJS.ProcessEnv = process.env): Promise<{ line: string; code: number | null }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn('sh', ['-c', script], { cwd: dir, env, detached: true });
+      let out = '';
+      let line: string | undefined;
+      const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 30_000);
+      child.stdout.on('data', (d: Buffer) => {
+        out += d;
+        if (line === undefined && out.includes('\n')) {
+          line = out.split('\n')[0];
+          // A start that listens is stopped; one that failed goes by itself, with its exit code.
+          if (/"event":"listening"|listening on/.test(line)) process.kill(-child.pid!, 'SIGTERM');
+        }
+      });
+      child.on('error', reject);
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ line: line ?? out, code });
+      });
+    });
+  }
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const start = `${q(tsx)} ${q(cli)} start --port 0 --json`;
+
+  it('started in a directory that was deleted: a data_dir error event without --data, and with an absolute --data it listens and says so', async () => {
+    // The built CLI under node: tsx itself cannot start without a working directory. (npm test builds first.)
+    const built = `${q(process.execPath)} ${q(path.resolve(__dirname, '../../dist/emulator/cli.js'))} start --port 0 --json`;
+    const gone = await startVia(`mkdir gone && cd gone && rmdir ../gone && exec ${built}`);
+    assert.equal(gone.code, 1);
+    const ev = JSON.parse(gone.line);
+    assert.deepEqual([ev.event, ev.code], ['error', 'data_dir']);
+    assert.match(ev.message, /the current directory no longer exists/);
+    const data = path.join(dir, 'abs-data');
+    const listening = await startVia(`mkdir gone2 && cd gone2 && rmdir ../gone2 && exec ${built} --data ${q(data)}`);
+    assert.equal(JSON.parse(listening.line).event, 'listening', listening.line);
+    assert.equal(JSON.parse(listening.line).dataDir, data);
+  });
+
+  it('--data=~/q (a ~ the shell left alone) is the home directory, as in the extension; --data . is shown as ./', async () => {
+    const home = path.join(dir, 'home');
+    fs.mkdirSync(home);
+    const r = await startVia(`exec ${start} --data=~/q`, { ...process.env, HOME: home });
+    assert.equal(JSON.parse(r.line).dataDir, path.join(home, 'q'));
+    assert.equal(fs.existsSync(path.join(dir, '~')), false, 'no directory named ~ here');
+    const text = await startVia(`exec ${q(tsx)} ${q(cli)} start --port 0 --data .`);
+    assert.match(text.line, /data in \.\/(,|$)/);
+  });
+
+  it('a quayside.json that is a dangling symlink is a config error, not "no config"', async () => {
+    fs.symlinkSync(path.join(dir, 'nowhere.json'), path.join(dir, 'quayside.json'));
+    const r = await startVia(`exec ${start} --memory`);
+    assert.equal(r.code, 1);
+    assert.deepEqual([JSON.parse(r.line).event, JSON.parse(r.line).code], ['error', 'config']);
+  });
+
+  it('export --out replaces a file whole, through a symlink, and leaves nothing aside', async () => {
+    const emu = await startEmulator({ memory: true });
+    try {
+      await emu.engine.push({ namespace: 'p', queue: 'q', body: { n: 1 }, create: 'cache' });
+      const real = path.join(dir, 'real.json');
+      fs.writeFileSync(real, 'old contents');
+      fs.symlinkSync(real, path.join(dir, 'link.json'));
+      await run(tsx, [cli, 'export', 'q', '--ns', 'p', '--out', path.join(dir, 'link.json'), '--url', emu.url, '--token', emu.token]);
+      assert.deepEqual(JSON.parse(fs.readFileSync(real, 'utf8')).map((m: { body: unknown }) => m.body), [{ n: 1 }]);
+      assert.ok(fs.lstatSync(path.join(dir, 'link.json')).isSymbolicLink(), 'the link stays a link');
+      assert.deepEqual(fs.readdirSync(dir).sort(), ['link.json', 'real.json']);
+    } finally {
+      await emu.close();
+    }
+  });
+});

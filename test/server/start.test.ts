@@ -117,6 +117,38 @@ describe('startEmulator: options', () => {
       }),
     ));
 
+  it('a start refused on its path leaves no directory it made: a name too long below new ones, a path too long for SQLite, one at PATH_MAX', () =>
+    inTempDir(async (dir) => {
+      const isStoreError = (why: RegExp) => (e: Error & { code?: string; problem?: string }) => e.name === 'StoreOpenError' && e.code === 'data_dir' && why.test(e.message);
+      // A component over NAME_MAX three levels below directories that did not exist.
+      await assert.rejects(startEmulator({ dataDir: path.join(dir, 'new1', 'new2', 'x'.repeat(256)) }), isStoreError(/cannot be written/));
+      // SQLite opens no path of 512 bytes or more: said before anything is made, not as "corrupt".
+      let long = path.join(dir, 'deep');
+      while (long.length < 480) long = path.join(long, 'd'.repeat(40));
+      long = path.join(long, 'e'.repeat(493 - long.length - 1));
+      assert.equal(Buffer.byteLength(long), 493);
+      await assert.rejects(startEmulator({ dataDir: long }), (e: Error & { problem?: string }) => isStoreError(/too long a path for SQLite \(493 bytes; it takes at most 492\)/)(e) && e.problem === 'unwritable');
+      // 492 bytes, the most SQLite takes, opens.
+      const most = long.slice(0, -1);
+      const emu = await startEmulator({ dataDir: most });
+      await emu.close();
+      fs.rmSync(path.join(dir, 'deep'), { recursive: true });
+      // Just under PATH_MAX: the lock file's name is too long (ENAMETOOLONG), a data_dir refusal all the same.
+      let max = path.join(dir, 'max');
+      while (max.length < 4075 - 201) max = path.join(max, 'm'.repeat(200));
+      max = path.join(max, 'n'.repeat(4075 - max.length - 1));
+      await assert.rejects(startEmulator({ dataDir: max }), isStoreError(/./));
+      assert.deepEqual(fs.readdirSync(dir), [], 'nothing of any of them is left');
+    }));
+
+  it('a dataDir with .. is resolved once: build/../data works without build/ (as the CLI\'s --data does)', () =>
+    inTempDir(async (dir) => {
+      const emu = await startEmulator({ dataDir: `${dir}/build/../data` }); // (path.join would take the .. away)
+      await emu.close();
+      assert.deepEqual(fs.readdirSync(dir), ['data']);
+      assert.ok(fs.existsSync(path.join(dir, 'data', 'quayside.db')));
+    }));
+
   it('a data directory another emulator holds is refused with the stable code data_dir (problem in_use)', () =>
     inTempDir(async (dir) => {
       const first = await startEmulator({ dataDir: dir });
