@@ -111,6 +111,8 @@ describe('fake timers in the app\'s tests do not reach the emulator or the clien
     await within('memory advance', mem.clock.advance(1_000));
     assert.equal((await within('memory recv', local.recv({ timeoutMs: 0 })))?.data, 'later');
     await within('memory close', mem.close());
+    await within('cache close', cache.close());
+    await within('env close', env.close());
 
     // Restored: nothing was left wedged.
     restore();
@@ -121,7 +123,7 @@ describe('fake timers in the app\'s tests do not reach the emulator or the clien
 
   it('with node:test\'s mock.timers enabled (which also mocks node:timers), calls and advances go on', async () => {
     const q = createCache({ url: emu.url, token: emu.token, namespace: 'mocked' }).queue('jobs');
-    await q.push('warm'); // the connection made before the mock, as in a test's before hook
+    await within('push before the mock', q.push('warm')); // the connection made before the mock, as in a test's before hook
     mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'setImmediate', 'Date'] });
     restore = () => mock.timers.reset();
     await within('push', q.push('under the mock', { delaySeconds: 10 }));
@@ -163,18 +165,19 @@ describe('the emulator\'s code takes its timers from real-time.ts, never the glo
 });
 
 describe('real-time.ts loaded while fake timers are on (jest\'s enableGlobally, a resetModules after useFakeTimers)', () => {
-  it('takes the originals @sinonjs/fake-timers keeps on its clock, not the fakes', () => {
+  it('takes the originals @sinonjs/fake-timers keeps on its clock, not the fakes, and the real wall clock whatever mocks Date', () => {
     // @sinonjs/fake-timers (jest and vitest) installs a wrapper on the global with `.clock` set, and
     // keeps the original as clock._<name>: this is that shape.
     const originals = { nextTick: process.nextTick, queueMicrotask: globalThis.queueMicrotask, Date: globalThis.Date };
     const clock: Record<string, unknown> = { _nextTick: originals.nextTick, _queueMicrotask: originals.queueMicrotask, _Date: originals.Date };
     const fakeTick = Object.assign(() => undefined, { clock });
     const fakeMicrotask = Object.assign(() => undefined, { clock });
-    const FakeDate = Object.assign(class extends originals.Date {
+    // A Date mock of any make (mockdate, vi.setSystemTime, node:test's): no clock to look through.
+    const FakeDate = class extends originals.Date {
       static now() {
         return 0;
       }
-    }, { clock });
+    };
     const modulePath = require.resolve('../../emulator/real-time');
     const cached = require.cache[modulePath];
     process.nextTick = fakeTick as unknown as typeof process.nextTick;

@@ -47,6 +47,11 @@ describe('connectClock: the virtual clock of an emulator another process started
   it('refuses what it cannot do, saying why: an unknown option, a bad ms, a system clock', async () => {
     assert.equal((await rejects(Promise.resolve().then(() => connectClock({ url: emu.url, tokn: 'x' } as never)))).code, 'invalid_argument');
     assert.equal((await rejects(Promise.resolve().then(() => connectClock({ url: '' })))).code, 'invalid_argument');
+    assert.equal((await rejects(Promise.resolve().then(() => connectClock([] as never)))).code, 'invalid_argument');
+    // The emulator handle itself, as the other clients take it ({ ...emu, namespace }).
+    const fromHandle = connectClock(emu);
+    assert.equal(await fromHandle.now(), emu.clock.now());
+    await fromHandle.close();
     const clock = connectClock({ url: emu.url, token: emu.token });
     const sys = await startEmulator({ memory: true });
     const sysClock = connectClock({ url: sys.url, token: sys.token });
