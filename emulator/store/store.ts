@@ -166,7 +166,11 @@ export class Store implements QueueStore {
       // One level at a time from the deepest that exists, not mkdirSync's recursive form, which
       // loops for ever where the file system answers ENOENT to every mkdir (a path under /proc).
       const missing: string[] = [];
-      for (let d = dataDir; !fs.existsSync(d) && path.dirname(d) !== d; d = path.dirname(d)) missing.unshift(d);
+      for (let d = dataDir; !fs.existsSync(d) && path.dirname(d) !== d; d = path.dirname(d)) {
+        // Not there, yet something is: a symlink to nothing (or a loop), which mkdir would call "exists".
+        if (fs.lstatSync(d, { throwIfNoEntry: false })?.isSymbolicLink()) throw new Error(`${d} is a symbolic link to nothing (its target is missing, or it loops)`);
+        missing.unshift(d);
+      }
       for (const d of missing) {
         fs.mkdirSync(d);
         made.push(d);

@@ -141,6 +141,17 @@ describe('startEmulator: options', () => {
       assert.deepEqual(fs.readdirSync(dir), [], 'nothing of any of them is left');
     }));
 
+  it('a data directory that is a dangling or looping symlink is refused saying so, not "file already exists"', () =>
+    inTempDir(async (dir) => {
+      fs.symlinkSync(path.join(dir, 'nowhere'), path.join(dir, 'dangling'));
+      fs.symlinkSync(path.join(dir, 'loop'), path.join(dir, 'loop'));
+      for (const [name, says] of [['dangling', /dangling[/\\]? is a symbolic link to nothing/], ['loop', /ELOOP|symbolic link to nothing/]] as const) {
+        await assert.rejects(startEmulator({ dataDir: path.join(dir, name, 'data') }), (e: Error & { code?: string }) => e.code === 'data_dir' && says.test(e.message) && !/already exists/.test(e.message));
+        await assert.rejects(startEmulator({ dataDir: path.join(dir, name) }), (e: Error & { code?: string }) => e.code === 'data_dir' && says.test(e.message) && !/already exists/.test(e.message));
+      }
+      assert.deepEqual(fs.readdirSync(dir).sort(), ['dangling', 'loop']);
+    }));
+
   it('a dataDir with .. is resolved once: build/../data works without build/ (as the CLI\'s --data does)', () =>
     inTempDir(async (dir) => {
       const emu = await startEmulator({ dataDir: `${dir}/build/../data` }); // (path.join would take the .. away)
