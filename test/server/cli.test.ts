@@ -34,6 +34,12 @@ function firstLine(child: ChildProcessWithoutNullStreams): Promise<string> {
   });
 }
 
+/** An in-memory emulator on a virtual clock, and the CLI options that reach it. */
+async function cliEmulator(): Promise<{ emu: VirtualEmulator; conn: string[] }> {
+  const emu = await startEmulator({ memory: true, clock: 'virtual' });
+  return { emu, conn: ['--url', emu.url, '--token', emu.token] };
+}
+
 describe('quayside CLI: push --attributes, stats and show', function () {
   // Some tests run 15–19 CLI processes in turn through tsx: 12 s on a quiet machine, twice that
   // beside a busy neighbour.
@@ -440,10 +446,7 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
   this.timeout(60_000);
   let emu: VirtualEmulator;
   let conn: string[];
-  before(async () => {
-    emu = await startEmulator({ memory: true, clock: 'virtual' });
-    conn = ['--url', emu.url, '--token', emu.token];
-  });
+  before(async () => ({ emu, conn } = await cliEmulator()));
   after(() => emu.close());
 
   /** Makes `n` dead letters in ns/queue, each with `error` as its last error. */
@@ -615,10 +618,7 @@ describe('quayside CLI: in a pipeline and in a script', function () {
   this.timeout(120_000);
   let emu: VirtualEmulator;
   let conn: string[];
-  before(async () => {
-    emu = await startEmulator({ memory: true, clock: 'virtual' });
-    conn = ['--url', emu.url, '--token', emu.token];
-  });
+  before(async () => ({ emu, conn } = await cliEmulator()));
   after(() => emu.close());
 
   /** Runs the CLI with its stdout read only until the first chunk, as `… | head -1` does; its exit code and stderr. */
