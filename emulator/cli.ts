@@ -422,7 +422,7 @@ async function start(args: Args): Promise<void> {
   process.on('SIGHUP', () => void stop('SIGHUP'));
   say(
     { event: 'listening', url: emu.url, http: emu.httpUrl, token: emu.token, pid: process.pid, dataDir: dataDir ?? null, clock: clockFlag },
-    `Quayside emulator listening on ${emu.url} (HTTP ${emu.httpUrl}), data ${dataDir ? 'in ' + shownDir(dataDir) : 'in memory'}${clockFlag === 'virtual' ? ', virtual clock' : ''}\n` +
+    `Quayside emulator listening on ${emu.url} (HTTP ${emu.httpUrl}), data ${dataDir ? 'in ' + printable(shownDir(dataDir)) : 'in memory'}${clockFlag === 'virtual' ? ', virtual clock' : ''}\n` +
       `  export QUAYSIDE_URL=${emu.url}\n  export QUAYSIDE_TOKEN=${emu.token}\nCtrl-C stops it.`,
   );
   if (args.flags['exit-with-parent'] === true) {
@@ -644,18 +644,20 @@ async function client(cmd: string, args: Args): Promise<void> {
         const queue = need(args, 1, 'queue name');
         const max = intFlag(args, 'max', 1, LIMITS.maxReplay);
         const r = await conn.request('dead.replay', { namespace: ns(args), queue, ids, max });
-        // Without --ids it takes the oldest 100 (or --max), as cache replay() does: say if more wait.
+        // Without --ids it takes the oldest 100 (or --max), as cache replay() does: say if more wait
+        // (in the JSON too, as `left`).
         let rest = '';
-        if (!ids && !asJson) {
+        let left: number | undefined;
+        if (!ids) {
           // Only a note: the replay is done, so a failure here (the queue deleted meanwhile) says nothing.
           try {
-            const left = (await conn.request('dead.list', { namespace: ns(args), queue, limit: 1 })).total;
-            if (left > 0) rest = `; ${left} ${(await deadWords(conn, args, false)).replace('(s)', left === 1 ? '' : 's')} left (--max N takes more at once)`;
+            left = (await conn.request('dead.list', { namespace: ns(args), queue, limit: 1 })).total;
+            if (left > 0 && !asJson) rest = `; ${left} ${(await deadWords(conn, args, false)).replace('(s)', left === 1 ? '' : 's')} left (--max N takes more at once)`;
           } catch {
             rest = '';
           }
         }
-        out(r, `replayed ${r.replayed}${rest}`);
+        out(left === undefined ? r : { ...r, left }, `replayed ${r.replayed}${rest}`);
         break;
       }
       case 'purge-dead': {

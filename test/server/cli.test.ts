@@ -559,6 +559,9 @@ describe('quayside CLI: what a person at a terminal sees and does', function () 
     await dead('tty', 'many', 'cache', 3);
     assert.match((await run(tsx, [cli, 'replay', 'many', '--max', '2', '--ns', 'tty', ...conn])).stdout, /^replayed 2; 1 dead letter left \(--max N takes more at once\)$/m);
     assert.match((await run(tsx, [cli, 'replay', 'many', '--ns', 'tty', ...conn])).stdout, /^replayed 1$/m);
+    // The JSON says it too.
+    await dead('tty', 'many', 'cache', 3);
+    assert.deepEqual(JSON.parse((await run(tsx, [cli, 'replay', 'many', '--max', '1', '--ns', 'tty', ...conn, '--json'])).stdout), { replayed: 1, left: 2 });
     await dead('shop/qa', 'stat-env', 'env', 2);
     assert.match((await run(tsx, [cli, 'stats', 'stat-env', '--ns', 'shop/qa', ...conn])).stdout, /^ready 0, delayed 0, in flight 0, failed 2, oldest ready 0 s$/m);
     const dead1 = (await run(tsx, [cli, 'dead', 'stat-env', '--ns', 'shop/qa', ...conn])).stdout;
@@ -809,6 +812,10 @@ describe('quayside CLI: unusual paths', function () {
     assert.equal(fs.existsSync(path.join(dir, '~')), false, 'no directory named ~ here');
     const text = await startVia(`exec ${q(tsx)} ${q(cli)} start --port 0 --data .`);
     assert.match(text.line, /data in \.\/(,|$)/);
+    // A control character in the path is shown escaped, on the banner's one line.
+    fs.mkdirSync(path.join(dir, 'a\nb'));
+    const odd = await startVia(`exec ${q(tsx)} ${q(cli)} start --port 0 --data "$(printf 'a\\nb')"`);
+    assert.match(odd.line, /data in a\\nb\/(,|$)/);
   });
 
   it('a quayside.json that is a dangling symlink is a config error, not "no config"', async () => {
