@@ -143,11 +143,14 @@ export function readWorkspaceConfig(file: string, source = file): unknown {
   } catch (e) {
     throw invalidArg(`${source}: cannot be read: ${(e as Error).message}`);
   }
+  // A byte order mark, as an editor on Windows may save it, is not JSON's: dropped before the parse,
+  // so an error's position counts in the same text.
+  const json = text.replace(/^\uFEFF/, '');
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text.replace(/^\uFEFF/, '')); // as an editor on Windows may save it
+    parsed = JSON.parse(json);
   } catch (e) {
-    throw invalidArg(`${source}: not JSON: ${(e as Error).message}${lineAndColumn(text, (e as Error).message)}`);
+    throw invalidArg(`${source}: not JSON: ${(e as Error).message}${lineAndColumn(json, (e as Error).message)}`);
   }
   return parsed;
 }

@@ -152,6 +152,8 @@ describe('workspace config (quayside.json)', () => {
       ['{ nope', /^bad\.json: not JSON: /],
       // Where an editor can go: V8 says only "at position 30".
       ['{\n  "cache": [\n    { "namespace": "app" name: "x" }\n  ]\n}', /^bad\.json: not JSON: [^(]*\(line 3,? column 26\)$/],
+      // With a byte order mark before it, the position counts without the mark: the error is at the start of line 2.
+      ['\uFEFF{\n]', /^bad\.json: not JSON: [^(]*\(line 2,? column 1\)$/],
       [{ queues: [] }, /^bad\.json: unknown top-level option "queues"/],
     ];
     const cwd = process.cwd();
