@@ -598,15 +598,17 @@ async function client(cmd: string, args: Args): Promise<void> {
         const text = format === 'ndjson' ? all.map((m) => JSON.stringify(m) + '\n').join('') : JSON.stringify(all, null, 2) + '\n';
         if (file === undefined) process.stdout.write(text);
         else {
+          let target = file;
           try {
-            writeWhole(homePath(file), text);
+            target = path.resolve(homePath(file)); // (inside: a working directory deleted meanwhile fails here)
+            writeWhole(target, text);
           } catch (e) {
             const err = e as NodeJS.ErrnoException;
             const why = err.code === 'EISDIR' ? 'it is a directory' : err.code === 'ENOENT' ? 'its directory does not exist' : err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied' : err.code === 'ENOSPC' ? 'the disk is full' : err.message;
             // The CLI's own code (the file is not the emulator's business), as data_dir and config are.
             throw Object.assign(new Error(`cannot write --out ${file}: ${why}${err.code ? ` (${err.code})` : ''}; nothing was exported`), { code: 'out_file' });
           }
-          out({ exported: all.length, file: path.resolve(homePath(file)) }, `exported ${all.length} message(s) to ${path.resolve(homePath(file))}`);
+          out({ exported: all.length, file: target }, `exported ${all.length} message(s) to ${target}`);
         }
         break;
       }

@@ -48,10 +48,15 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
       .then((p) => p && vscode.commands.executeCommand('quayside.restart'));
   };
 
-  const onState = (s: Snapshot) => {
-    // The mode of the run under way (a crash restart keeps it), before the status bar reads it.
+  // Attached or started: the welcome and the status bar say which, for the run under way (a crash
+  // restart keeps its mode), else as quayside.url says. The context key first: the status bar reads the same.
+  const showMode = (s: Snapshot = svc.snapshot()) => {
     void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!svc.runAttachUrl);
     status.update(s);
+  };
+
+  const onState = (s: Snapshot) => {
+    showMode(s);
     askRestart(restartQuestion.stateChanged(s.state));
     warnings.stateChanged(s.state);
     void vscode.commands.executeCommand('setContext', 'quayside.state', s.state);
@@ -68,12 +73,6 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
   };
   const offState = svc.lifecycle.onDidChange(onState);
   onState(svc.snapshot());
-  // With quayside.url set the extension attaches rather than starts: the welcome and the status bar say so.
-  const setAttachMode = () => {
-    void vscode.commands.executeCommand('setContext', 'quayside.attachMode', !!svc.runAttachUrl);
-    status.update(svc.snapshot());
-  };
-  setAttachMode();
   const messageDocs = registerMessageDocuments(svc.transport);
 
   context.subscriptions.push(
@@ -97,7 +96,7 @@ export function activate(context: vscode.ExtensionContext): QuaysideApi {
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('quayside')) return;
       svc.settingsChanged();
-      setAttachMode();
+      showMode();
       // A running emulator read them when it started: say so, or the change seems ignored.
       if (svc.state === 'running') askRestart(restartQuestion.settingsChanged((k) => e.affectsConfiguration(k)));
     }),
